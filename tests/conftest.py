@@ -1,0 +1,27 @@
+"""Shared fixtures: compose the real Hydra configs, shrunk, with outputs under tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
+
+
+@pytest.fixture
+def compose_train(tmp_path):
+    """compose_train(overrides) -> the composed training config with run_dir under tmp_path."""
+    from ttt.config import register_configs
+
+    register_configs()
+
+    def _compose(overrides: list[str] = ()):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return compose("train", overrides=[f"run_dir={tmp_path / 'run'}", "progress=false", *overrides])
+
+    yield _compose
+    GlobalHydra.instance().clear()

@@ -1,0 +1,55 @@
+"""Learners. Each is one module that reads top to bottom and exposes the same three names:
+
+* ``Config``: a dataclass, the schema of its ``configs/agent/<name>.yaml`` (registered with Hydra);
+* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``;
+  it saves the checkpoint and returns the final evaluation (``run.write_final``);
+* ``player_from_checkpoint(payload) -> Player``: the trained player from a loaded checkpoint.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from ttt.checkpoint import load_checkpoint
+
+# agent name (the ``agent.name`` config key and the checkpoint ``kind``) -> module
+AGENTS: dict[str, str] = {
+    "dqn": "ttt.agents.dqn",
+    "value_iteration": "ttt.agents.value_iteration",
+    "q_learning": "ttt.agents.q_learning",
+    "td_afterstate": "ttt.agents.td_afterstate",
+    "alphazero": "ttt.agents.alphazero",
+}
+
+
+def agent_module(name: str) -> ModuleType:
+    """The module of the learner called ``name``."""
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")
+    return importlib.import_module(AGENTS[name])
+
+
+def available_agents() -> dict[str, ModuleType]:
+    """The learners whose modules are present."""
+    out = {}
+    for name, mod in AGENTS.items():
+        try:
+            out[name] = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+    return out
+
+
+def load_player(path: str | Path, game: str | None = None):
+    """The trained player saved at ``path`` (any learner). Raises CheckpointError on a bad file."""
+    payload = load_checkpoint(path, game=game)
+    from ttt.checkpoint import CheckpointError
+
+    if payload["kind"] not in AGENTS:
+        raise CheckpointError(f"{path}: unknown checkpoint kind {payload['kind']!r}")
+    player = agent_module(payload["kind"]).player_from_checkpoint(payload)
+    player.name = Path(path).parent.name if Path(path).stem == "checkpoint" else Path(path).stem
+    return player

@@ -1,0 +1,148 @@
+"""Match play: N games between two players, half with each seat, with honest statistics.
+
+This is the one place games between players are played; training evaluation, ``ttt.benchmark``
+and the tests all come through ``play_match``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ttt.games import BatchedGames, Game
+from ttt.players import Player
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion (0, 1 when n == 0)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class SeatResult:
+    """Results of one player (the 'agent') from one seat, or over both seats."""
+
+    seat: str  # "first", "second" or "both"
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.games if self.games else 0.0
+
+    @property
+    def draw_rate(self) -> float:
+        return self.draws / self.games if self.games else 0.0
+
+    @property
+    def loss_rate(self) -> float:
+        return self.losses / self.games if self.games else 0.0
+
+    @property
+    def score(self) -> float:
+        """(wins + draws / 2) / games."""
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    @property
+    def win_rate_ci(self) -> tuple[float, float]:
+        return wilson_interval(self.wins, self.games)
+
+    def add(self, other: SeatResult) -> None:
+        self.games += other.games
+        self.wins += other.wins
+        self.draws += other.draws
+        self.losses += other.losses
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(win_rate=self.win_rate, draw_rate=self.draw_rate, loss_rate=self.loss_rate,
+                 win_rate_ci=list(self.win_rate_ci), score=self.score)
+        return d
+
+
+@dataclass
+class MatchResult:
+    """A match of ``agent`` against ``opponent``: per seat of the agent and over both seats."""
+
+    agent: str
+    opponent: str
+    board: str
+    first: SeatResult = field(default_factory=lambda: SeatResult("first"))
+    second: SeatResult = field(default_factory=lambda: SeatResult("second"))
+    seconds: float = 0.0
+
+    @property
+    def both(self) -> SeatResult:
+        both = SeatResult("both")
+        both.add(self.first)
+        both.add(self.second)
+        return both
+
+    @property
+    def games_per_sec(self) -> float:
+        return self.both.games / self.seconds if self.seconds > 0 else float("inf")
+
+    def seats(self) -> list[SeatResult]:
+        return [r for r in (self.first, self.second, self.both) if r.games]
+
+    def summary(self) -> str:
+        b = self.both
+        lo, hi = b.win_rate_ci
+        return (f"{self.agent} vs {self.opponent} on {self.board}: {b.wins}W {b.draws}D {b.losses}L "
+                f"of {b.games} (win rate {b.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {b.score:.3f})")
+
+
+def play_games(game: Game, first: Player, second: Player, num_games: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0)."""
+    if num_games <= 0:
+        return np.zeros(0, dtype=np.int8)
+    games = BatchedGames(game, num_games)
+    ply = 0
+    while not games.done.all():
+        # games that start together stay in step: every live game has the same player to move
+        mover = first if ply % 2 == 0 else second
+        games.step(mover.act_batch(games, rng))
+        ply += 1
+    return games.winner.copy()
+
+
+def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed: int = 0,
+               seats: str = "both", agent_name: str | None = None,
+               opponent_name: str | None = None) -> MatchResult:
+    """Play ``num_games`` games of ``agent`` against ``opponent``.
+
+    ``seats="both"`` gives the agent the first seat in half the games (the extra game of an odd
+    count goes to the first seat); "first" or "second" fixes the agent's seat. The same seed gives
+    the same result.
+    """
+    if num_games < 1:
+        raise ValueError(f"num_games must be >= 1, got {num_games}")
+    if seats not in ("both", "first", "second"):
+        raise ValueError(f"seats must be 'both', 'first' or 'second', got {seats!r}")
+    n_first = {"both": (num_games + 1) // 2, "first": num_games, "second": 0}[seats]
+    n_second = num_games - n_first
+    rng = np.random.default_rng(seed)
+    result = MatchResult(agent_name or getattr(agent, "name", "agent"),
+                         opponent_name or getattr(opponent, "name", "opponent"), game.name)
+    t0 = time.perf_counter()
+    for seat, n, p1, p2, sign in (("first", n_first, agent, opponent, 1),
+                                  ("second", n_second, opponent, agent, -1)):
+        if n == 0:
+            continue
+        w = play_games(game, p1, p2, n, rng) * sign
+        r = getattr(result, seat)
+        r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,67 @@
+"""Automorphisms of a board's line hypergraph: the cell permutations that map lines to lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def line_automorphisms(num_cells: int, lines: np.ndarray, cell_class: np.ndarray | None = None,
+                       same_group: np.ndarray | None = None) -> np.ndarray:
+    """All permutations p of the cells with {p(line)} == {line} for the given lines.
+
+    ``cell_class`` (optional) restricts cell i to images of the same class (e.g. a gravity layer);
+    ``same_group`` (optional) labels groups of cells (e.g. gravity columns) that must map onto groups.
+    Backtracking over cells with pruning on invariants every automorphism preserves (number of lines
+    through a cell, and whether two cells share a line); every complete candidate is checked
+    against the line set. Returns an int64 array (group size, cells), identity first.
+    """
+    lines = np.asarray(lines)
+    collinear = np.zeros((num_cells, num_cells), dtype=np.int8)
+    degree = np.zeros(num_cells, dtype=np.int64)
+    for line in lines:
+        collinear[np.ix_(line, line)] += 1
+        degree[line] += 1
+    relations = [collinear]
+    if same_group is not None:
+        same_group = np.asarray(same_group)
+        relations.append((same_group[:, None] == same_group[None, :]).astype(np.int8))
+    klass = degree if cell_class is None else degree * (int(np.max(cell_class)) + 1) + np.asarray(cell_class)
+
+    # visit cells so that each new cell shares lines with already placed ones (strong pruning)
+    order = [int(np.argmax(degree))]
+    while len(order) < num_cells:
+        placed = np.array(order)
+        score = (collinear[:, placed] > 0).sum(1).astype(float)
+        score[placed] = -1
+        order.append(int(np.argmax(score)))
+
+    line_set = {tuple(sorted(map(int, line))) for line in lines}
+    image = np.full(num_cells, -1, dtype=np.int64)
+    used = np.zeros(num_cells, dtype=bool)
+    found: list[np.ndarray] = []
+
+    def extend(depth: int) -> None:
+        if depth == num_cells:
+            if all(tuple(sorted(image[list(line)])) in line_set for line in lines):
+                found.append(image.copy())
+            return
+        cell = order[depth]
+        placed = np.array(order[:depth], dtype=np.int64)
+        ok = (klass == klass[cell]) & ~used
+        if depth:
+            imgs = image[placed]
+            for rel in relations:
+                ok &= (rel[:, imgs] == rel[cell, placed]).all(axis=1)
+        for cand in np.flatnonzero(ok):
+            image[cell] = cand
+            used[cand] = True
+            extend(depth + 1)
+            used[cand] = False
+        image[cell] = -1
+
+    extend(0)
+    perms = np.array(found, dtype=np.int64)
+    identity = np.arange(num_cells)
+    first = int(np.flatnonzero((perms == identity).all(1))[0])
+    perms[[0, first]] = perms[[first, 0]]
+    return perms

@@ -1,0 +1,1 @@
+"""Value and policy networks."""

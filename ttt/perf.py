@@ -1,0 +1,77 @@
+"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,train] [seconds=S]``.
+
+Prints plies per second of batched random play on every board (section ``engine``) and training
+episodes per second of the structured network on 4x4x4 against random (section ``train``).
+With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec}, "train": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
+
+
+def engine_plies_per_sec(board: str, batch_size: int = 4096, seconds: float = 2.0, seed: int = 0) -> float:
+    """Plies per second of uniformly random play in ``batch_size`` games, finished games restarted."""
+    game = make_game(board)
+    games = BatchedGames(game, batch_size)
+    rng = np.random.default_rng(seed)
+    plies = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        live = int((~games.done).sum())
+        games.step(random_legal_actions(games.legal_mask(), rng))
+        plies += live
+        if games.done.any():
+            games.reset(games.done)
+    return plies / (time.perf_counter() - t0)
+
+
+def engine_section(seconds: float) -> dict[str, float]:
+    return {board: engine_plies_per_sec(board, seconds=seconds) for board in BOARDS}
+
+
+def train_section(seconds: float) -> dict[str, float]:
+    from ttt.agents.dqn import training_throughput
+
+    return {f"num_envs_{n}": training_throughput(num_envs=n, seconds=seconds) for n in (1, 256)}
+
+
+SECTIONS = {"engine": engine_section, "train": train_section}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3"}
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            print(__doc__)
+            sys.exit(0)
+        key, sep, value = arg.partition("=")
+        if not sep or key not in opts:
+            sys.exit(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S")
+        opts[key] = value
+    import torch
+
+    torch.set_num_threads(1)
+    out: dict = {}
+    for name in opts["sections"].split(","):
+        if name not in SECTIONS:
+            sys.exit(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+        out[name] = SECTIONS[name](float(opts["seconds"]))
+        unit = "plies/s" if name == "engine" else "episodes/s"
+        for key, value in out[name].items():
+            print(f"{name:7s} {key:16s} {value:14,.0f} {unit}", flush=True)
+    if opts["output"]:
+        with open(opts["output"], "w") as f:
+            json.dump(out, f, indent=2)
+    return out
+
+
+if __name__ == "__main__":
+    main()

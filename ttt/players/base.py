@@ -1,0 +1,37 @@
+"""The interface every player implements: fixed players, search players and learned agents."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ttt.games import BatchedGames, Game, State
+
+
+class Player:
+    """Chooses moves. Subclasses implement ``act`` and may override ``act_batch`` for speed.
+
+    Randomness comes only from the ``rng`` passed in, so a seeded match is reproducible.
+    """
+
+    name: str = "player"
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+
+    def act(self, state: State, rng: np.random.Generator) -> int:
+        """The move to play in ``state`` (which is not terminal)."""
+        raise NotImplementedError
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+        """One move per game of ``games``; entries for finished games are ignored (-1 here)."""
+        actions = np.full(len(games), -1, dtype=np.int64)
+        for i in np.flatnonzero(~games.done):
+            actions[i] = self.act(games.state(int(i)), rng)
+        return actions
+
+    def action_values(self, state: State) -> dict[int, float] | None:
+        """The player's value of each legal move from the mover's view, if it has one (for hints)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.game.name})"

@@ -1,0 +1,77 @@
+"""Fixed players: uniform random, and the benchmark player of van de Steeg, Drugan & Wiering (2015)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ttt.games import BatchedGames, Game, State, random_legal_actions
+from ttt.players.base import Player
+
+
+class RandomPlayer(Player):
+    """Uniform over the legal moves."""
+
+    name = "random"
+
+    def act(self, state: State, rng: np.random.Generator) -> int:
+        legal = state.legal_actions()
+        return int(legal[rng.integers(len(legal))])
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+        return random_legal_actions(games.legal_mask(), rng)
+
+
+def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool: legal moves that complete a line of ``player`` (per row) at once.
+
+    A move completes a line when that line holds k-1 of the player's pieces and the move's cell is
+    the line's only empty cell.
+    """
+    lines = game.lines
+    vals = board[:, lines].astype(np.int16)  # (B, L, k)
+    own = (vals == player[:, None, None]).sum(-1)
+    empty = vals == 0
+    ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
+    # the empty cell of each ready line
+    hit = np.zeros(board.shape, dtype=bool)
+    b, li = np.nonzero(ready)
+    if len(b):
+        pos = empty[b, li].argmax(-1)
+        hit[b, lines[li, pos]] = True
+    return hit & legal
+
+
+class BenchmarkPlayer(Player):
+    """Win if possible, else block, else (gravity) avoid giving a win on top, else random.
+
+    The steps shuffle the legal moves and take the first that qualifies; taking a uniformly random
+    qualifying move is the same distribution. Loses to double threats.
+    """
+
+    name = "benchmark"
+
+    def act(self, state: State, rng: np.random.Generator) -> int:
+        games = BatchedGames(state.game, 1)
+        games.set_state(0, state)
+        return int(self.act_batch(games, rng)[0])
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+        legal = games.legal_mask()
+        me = games.to_play
+        win = completing_moves(games.board, me, legal, self.game)
+        block = completing_moves(games.board, -me, legal, self.game)
+        choice = legal.copy()
+        if self.game.gravity:
+            # a move is unsafe when the cell above it would complete the opponent's line
+            above = np.full(self.game.num_cells, -1)
+            has = self.game.below >= 0
+            above[self.game.below[has]] = np.flatnonzero(has)
+            opp_threat = completing_moves(games.board, -me, games.board == 0, self.game)
+            unsafe = np.zeros_like(legal)
+            has_above = above >= 0
+            unsafe[:, has_above] = opp_threat[:, above[has_above]]
+            safe = legal & ~unsafe
+            choice = np.where(safe.any(1, keepdims=True), safe, choice)
+        choice = np.where(block.any(1, keepdims=True), block, choice)
+        choice = np.where(win.any(1, keepdims=True), win, choice)
+        return random_legal_actions(choice, rng)

@@ -1,0 +1,48 @@
+"""Train a learner: ``python -m ttt.train +experiment=dqn_444`` (Hydra; ``--help`` lists the groups).
+
+``train(cfg)`` is a plain function (tests call it); ``main`` is the Hydra wrapper around it.
+Outputs (TensorBoard logs under ``tb/``, ``checkpoint.pt`` or ``.npz``, ``final_eval.json``) go to
+the run directory: Hydra's output directory, or ``run_dir=...``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from ttt.agents import agent_module
+from ttt.config import register_configs
+from ttt.training import Run, seed_everything
+
+
+def train(cfg: DictConfig) -> dict:
+    """Run the training the config describes; returns the final evaluation (as in final_eval.json)."""
+    import torch
+
+    if cfg.run_dir:
+        run_dir = Path(cfg.run_dir)
+    else:
+        from hydra.core.hydra_config import HydraConfig
+
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+    torch.set_num_threads(int(cfg.threads))
+    seed_everything(int(cfg.seed))
+    run = Run(cfg, run_dir)
+    try:
+        return agent_module(cfg.agent.name).train(cfg, run)
+    finally:
+        run.close()
+
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="train")
+def main(cfg: DictConfig) -> None:
+    train(cfg)
+
+
+if __name__ == "__main__":
+    main()
