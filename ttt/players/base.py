@@ -33,5 +33,17 @@ class Player:
         """The player's value of each legal move from the mover's view, if it has one (for hints)."""
         return None
 
+    # ---- optional, for learners that keep learning while they play (``ttt.play learn=true``)
+    def learn_from_game(self, states: list[State]) -> bool:
+        """Learn from one finished game, given every position from the start to the end.
+
+        Returns False when this player does not learn (the default).
+        """
+        return False
+
+    def save(self, path) -> None:
+        """Save the player as a checkpoint that ``ttt.agents.load_player`` reads back."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be saved")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name})"
