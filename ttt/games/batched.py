@@ -40,6 +40,16 @@ class BatchedGames:
         self._line_weight[-1] = 0
         self._gravity = game.gravity
         self._below = game.below
+        # with gravity the cell below c is c - layer (axis 0 is the layer), so support is a slice
+        self._layer = game.n ** (game.d - 1) if game.gravity else 0
+        # bitboards: the lines through each cell as uint64 masks, padded with an all-ones mask that no
+        # player can fill; a move wins when the mover's pieces cover one of its masks
+        self._use_bits = c <= 64
+        if self._use_bits:
+            line_masks = np.array([sum(1 << int(x) for x in line) for line in game.lines] + [2**64 - 1],
+                                  dtype=np.uint64)
+            self._cell_masks = line_masks[self._cell_lines]  # (cells, deg)
+            self._packed_bytes = (c + 7) // 8
 
     def __len__(self) -> int:
         return self.batch_size
@@ -47,15 +57,12 @@ class BatchedGames:
     # ------------------------------------------------------------------ views
     def legal_mask(self) -> np.ndarray:
         """(B, cells) bool: legal moves; all False for finished games."""
-        empty = self.board == 0
+        legal = self.board == 0
         if self._gravity:
-            below = self._below
-            supported = np.ones_like(empty)
-            has_below = below >= 0
-            supported[:, has_below] = self.board[:, below[has_below]] != 0
-            empty &= supported
-        empty &= ~self.done[:, None]
-        return empty
+            lay = self._layer
+            legal[:, lay:] &= self.board[:, :-lay] != 0  # supported by the piece below
+        legal &= ~self.done[:, None]
+        return legal
 
     def observation(self) -> np.ndarray:
         """(B, cells) float32 board seen from the player to move: +1 own, -1 opponent, 0 empty."""
@@ -98,30 +105,44 @@ class BatchedGames:
             raise IllegalMoveError(f"{self.game.name}: need {self.batch_size} integer actions, "
                                    f"got shape {actions.shape} dtype {actions.dtype}")
         live = np.flatnonzero(~self.done)
-        a = actions[live].astype(np.int64)
-        bad = (a < 0) | (a >= self.game.num_cells)
+        # every game live (the common case): slices instead of fancy indexing
+        rows = slice(None) if len(live) == self.batch_size else live
+        a = actions[rows].astype(np.int64)
+        c = self.game.num_cells
+        bad = (a < 0) | (a >= c)
         if not bad.any():
-            legal = self.legal_mask()[live, a]
-            bad = ~legal
+            # cheap check of just the chosen cells, not the whole legal mask
+            bad = self.board[live, a] != 0
+            if self._gravity:
+                lay = self._layer
+                up = a >= lay
+                bad[up] |= self.board[live[up], a[up] - lay] == 0
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             i = int(live[j])
             self.state(i).check_action(int(a[j]))  # raises with the reason
             raise IllegalMoveError(f"action {int(a[j])} on {self.game.name}: illegal in game {i}")
-        p = self.to_play[live]
+        p = self.to_play[rows]
         self.board[live, a] = p
-        self.num_moves[live] += 1
-        self.last_action[live] = a
+        self.num_moves[rows] += 1
+        self.last_action[rows] = a
         # only lines through the new piece can have been completed
-        li = self._cell_lines[a]  # (m, deg)
-        cells = self._lines[li]  # (m, deg, k)
-        vals = self.board[live[:, None, None], cells].astype(np.int16).sum(-1) * self._line_weight[li]
-        won = (vals == self.game.line_length * p[:, None].astype(np.int16)).any(1)
-        full = self.num_moves[live] == self.game.num_cells
+        if self._use_bits:
+            mine = self.board[rows] == p[:, None]
+            packed = np.zeros((len(live), 8), dtype=np.uint8)
+            packed[:, : self._packed_bytes] = np.packbits(mine, axis=1, bitorder="little")
+            bits = packed.view("<u8")  # (m, 1): bit c set when the mover holds cell c
+            masks = self._cell_masks[a]  # (m, deg)
+            won = ((bits & masks) == masks).any(1)
+        else:
+            li = self._cell_lines[a]  # (m, deg)
+            cells = self._lines[li]  # (m, deg, k)
+            vals = self.board[live[:, None, None], cells].astype(np.int16).sum(-1) * self._line_weight[li]
+            won = (vals == self.game.line_length * p[:, None].astype(np.int16)).any(1)
+        ended = won | (self.num_moves[rows] == c)
         self.winner[live[won]] = p[won]
-        ended = won | full
         self.done[live[ended]] = True
-        self.to_play[live] = -p
+        self.to_play[rows] = -p
         return live[ended]
 
     def reset(self, mask: np.ndarray | None = None) -> None:
@@ -137,8 +158,9 @@ class BatchedGames:
 
 def random_legal_actions(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One uniformly random legal action per row of a (B, cells) mask (-1 where none is legal)."""
+    # legal cells score in [1, 2), illegal ones in [0, 1): the argmax is a uniform legal cell
     scores = rng.random(legal.shape, dtype=np.float32)
-    scores[~legal] = -1.0
+    scores += legal
     actions = scores.argmax(1)
     actions[~legal.any(1)] = -1
     return actions
