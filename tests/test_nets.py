@@ -1,0 +1,111 @@
+"""The structured layer and the five networks of the paper."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from ttt.games import make_game
+from ttt.nets.structured import StructuredLayer, build_value_net, count_parameters
+
+NETWORKS = {"structured_deep": 10_976, "structured_small": 1_520, "mlp_small": 3_250,
+            "mlp_deep": 10_976, "mlp_wide": 10_985}
+
+
+def network_cfg(name: str, **changes):
+    cfg = OmegaConf.load(f"configs/network/{name}.yaml")
+    cfg.update(changes)
+    return cfg
+
+
+@pytest.mark.parametrize("name,count", NETWORKS.items())
+def test_paper_parameter_counts_on_4x4x4(name, count):
+    assert count_parameters(build_value_net(network_cfg(name), make_game("4x4x4"))) == count
+
+
+def test_biases_are_an_option():
+    # 304 detector biases + 32 hidden + 1 output
+    net = build_value_net(network_cfg("structured_deep", bias=True), make_game("4x4x4"))
+    assert count_parameters(net) == 10_976 + 304 + 32 + 1
+
+
+@pytest.mark.parametrize("board,lines", [("3x3", 8), ("4x4", 10), ("3x3x3", 49), ("4x4x4", 76),
+                                         ("4x4x4_gravity", 76)])
+def test_every_line_reaches_the_layer(board, lines):
+    game = make_game(board)
+    net = build_value_net(network_cfg("structured_deep"), game)
+    assert net.first.out_features == lines * 4
+    # each line's block of the dense weight covers exactly that line's cells, all lines distinct
+    dense = net.first.dense_weight().detach().reshape(lines, 4, game.num_cells)
+    support = {tuple(torch.nonzero(dense[i].abs().sum(0)).flatten().tolist()) for i in range(lines)}
+    assert support == {tuple(sorted(map(int, line))) for line in game.lines}
+    assert len(support) == lines
+
+
+def test_structured_layer_equals_masked_dense_linear():
+    game = make_game("4x4x4")
+    torch.manual_seed(0)
+    layer = StructuredLayer(torch.tensor(game.lines), game.num_cells, detectors=4, bias=True)
+    torch.nn.init.normal_(layer.bias)
+    dense = torch.nn.Linear(64, 304)
+    with torch.no_grad():
+        dense.weight.copy_(layer.dense_weight())
+        dense.bias.copy_(layer.bias)
+    x = torch.randint(-1, 2, (32, 64)).float()
+    torch.testing.assert_close(layer(x), dense(x))
+    # the dense weight is zero outside the blocks: detector unit l*4+j sees only the cells of line l
+    mask = torch.zeros(304, 64, dtype=torch.bool)
+    for li, line in enumerate(game.lines):
+        mask[li * 4:(li + 1) * 4, line] = True
+    assert (dense.weight[~mask] == 0).all() and (dense.weight[mask] != 0).all()
+
+
+def test_gradients_never_touch_off_block_entries():
+    game = make_game("4x4x4")
+    layer = StructuredLayer(torch.tensor(game.lines), game.num_cells)
+    dense = torch.nn.Linear(64, 304, bias=False)
+    with torch.no_grad():
+        dense.weight.copy_(layer.dense_weight())
+    x = torch.randint(-1, 2, (16, 64)).float()
+    layer(x).pow(2).sum().backward()
+    dense(x).pow(2).sum().backward()
+    mask = torch.zeros(304, 64, dtype=torch.bool)
+    for li, line in enumerate(game.lines):
+        mask[li * 4:(li + 1) * 4, line] = True
+    # the layer's gradient, laid out densely, is the dense gradient restricted to the blocks
+    laid_out = torch.zeros(76, 64, 4)
+    laid_out[torch.arange(76)[:, None], torch.tensor(game.lines)] = layer.weight.grad
+    laid_out = laid_out.permute(0, 2, 1).reshape(304, 64)
+    torch.testing.assert_close(laid_out, dense.weight.grad * mask)
+    assert (dense.weight.grad[~mask] != 0).any()  # a dense layer would have trained them
+    # a step of SGD on the layer keeps the off-block entries at exactly zero
+    with torch.no_grad():
+        layer.weight -= 0.1 * layer.weight.grad
+    assert (layer.dense_weight()[~mask] == 0).all()
+
+
+def test_values_in_range_and_afterstate_values_match_forward():
+    game = make_game("4x4x4")
+    for name in NETWORKS:
+        torch.manual_seed(1)
+        net = build_value_net(network_cfg(name), game)
+        boards = torch.randint(-1, 2, (6, 64)).float()
+        legal = boards == 0
+        values = net.afterstate_values(boards, legal)
+        e, a = legal.nonzero(as_tuple=True)
+        after = boards[e].clone()
+        after[torch.arange(len(e)), a] = 1.0
+        direct = net(after)
+        torch.testing.assert_close(values[e, a], direct, atol=1e-5, rtol=1e-5)
+        assert (values[~legal] == float("-inf")).all()
+        assert direct.abs().max() <= 1.0
+
+
+def test_xavier_initialisation_bounds():
+    game = make_game("4x4x4")
+    net = build_value_net(network_cfg("structured_deep"), game)
+    bound = (6 / (4 + 4)) ** 0.5
+    assert net.first.weight.abs().max() <= bound
+    hidden = net.rest[0].weight
+    assert hidden.abs().max() <= (6 / (304 + 32)) ** 0.5
