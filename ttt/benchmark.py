@@ -1,0 +1,316 @@
+"""Measure an agent: ``python -m ttt.benchmark`` (Hydra; ``--help`` shows the config).
+
+With no arguments it plays the shipped ``checkpoints/dqn_444/checkpoint.pt`` against ``random``,
+1,000 games, half in each seat, and prints wins / draws / losses per seat with the 95% Wilson
+interval of the win rate, the score and games per second.
+
+Players are named by a *spec*, the same in every key (``checkpoint``, ``player``, ``opponents``,
+``round_robin``) and in ``ttt.play``:
+
+* ``random``, ``benchmark``, ``perfect``: a fixed or search player of ``ttt.players.PLAYERS``;
+* ``alphabeta:2``, ``mcts:200``: a bare value after a colon sets the player's first option
+  (``depth``, ``simulations``); more values fill the next options in order;
+* ``'mcts:simulations=200:c=1.4'`` (quoted on the command line) or ``{name:mcts,simulations:200}``:
+  options by name;
+* a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint:PATH}``: a saved learner.
+
+``benchmark(cfg)`` is the plain function (tests call it); ``main`` is the Hydra wrapper that turns
+the expected errors (bad checkpoint, unknown player, board mismatch, bad option) into one line on
+stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from ttt.checkpoint import CheckpointError
+from ttt.config import GameConfig
+from ttt.elo import PairResult, fit_elo
+from ttt.evaluate import MatchResult, play_match
+from ttt.games import BOARDS, Game, make_game
+from ttt.players import PLAYERS, Player, _load_optional, make_player
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
+DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
+
+
+@dataclass
+class BenchmarkConfig:
+    """Schema of ``configs/benchmark.yaml``."""
+
+    checkpoint: str | None = None  # the agent: a saved learner ...
+    player: Any = None  # ... or a player spec; neither: the shipped dqn_444 checkpoint
+    game: GameConfig | None = None  # board (the game/ group: game=3x3); default: the checkpoint's, else 4x4x4
+    opponents: list[Any] = field(default_factory=lambda: ["random"])
+    games: int = 1000  # games per opponent (per pair in a round robin), half in each seat
+    seed: int = 0  # match k (0-based) is played with seed + k
+    output: str | None = None  # write the results as JSON here
+    round_robin: list[Any] | None = None  # player specs: every pair plays, then an Elo fit
+    elo_anchor: str | None = "random"  # the player rated 0 (mean 0 when null or not in the list)
+    elo_prior_draws: float = 1.0  # virtual draws per pair, so a perfect score gives a finite rating
+    threads: int = 1  # torch intra-op threads
+
+
+ConfigStore.instance().store(name="benchmark_schema", node=BenchmarkConfig)
+
+
+# ---------------------------------------------------------------------------------------- specs
+def _parse_value(text: str) -> Any:
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _is_checkpoint_path(text: str) -> bool:
+    return text.endswith((".pt", ".npz")) or "/" in text or "\\" in text
+
+
+def parse_spec(spec: Any) -> tuple[str, str, dict]:
+    """Split a player spec into (kind, target, options): kind ``"checkpoint"`` (target a path) or
+    ``"player"`` (target a registry name, options its keyword arguments)."""
+    if OmegaConf.is_config(spec):
+        spec = OmegaConf.to_container(spec, resolve=True)
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        if "checkpoint" in spec:
+            if len(spec) > 1:
+                raise ValueError(f"player spec {spec}: a checkpoint takes no options")
+            return "checkpoint", str(spec["checkpoint"]), {}
+        if "name" not in spec:
+            raise ValueError(f"player spec {spec}: needs a 'name' (or a 'checkpoint')")
+        name = str(spec.pop("name"))
+        return "player", name, spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"player spec {spec!r}: expected a name like 'alphabeta:2' or a checkpoint path")
+    spec = spec.strip()
+    if _is_checkpoint_path(spec):
+        return "checkpoint", spec, {}
+    name, *parts = spec.split(":")
+    options: dict[str, Any] = {}
+    positional = [p for p in parts if "=" not in p]
+    for part in parts:
+        if "=" in part:
+            key, value = part.split("=", 1)
+            options[key.strip()] = _parse_value(value.strip())
+    if positional:
+        names = _option_names(name)
+        if len(positional) > len(names):
+            raise ValueError(f"player spec {spec!r}: {name} takes the options ({', '.join(names) or 'none'})")
+        for key, value in zip(names, positional, strict=False):
+            if key in options:
+                raise ValueError(f"player spec {spec!r}: option {key!r} given twice")
+            options[key] = _parse_value(value)
+    return "player", name, options
+
+
+def _option_names(name: str) -> list[str]:
+    """The keyword options of a registered player, in order (the parameters after ``game``)."""
+    make_player_check(name)
+    params = list(inspect.signature(PLAYERS[name]).parameters.values())[1:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def make_player_check(name: str) -> None:
+    """Raise a one-line ValueError when ``name`` is not a known player."""
+    _load_optional()  # search players join the registry when their modules are imported
+    if name not in PLAYERS:
+        raise ValueError(f"unknown player {name!r}; choose one of {', '.join(sorted(PLAYERS))} or a checkpoint path")
+
+
+def spec_label(spec: Any) -> str:
+    """A short name for a spec in tables: the spec string itself, or name:key=value for dicts."""
+    kind, target, options = parse_spec(spec)
+    if kind == "checkpoint":
+        path = Path(target)
+        return path.parent.name if path.stem == "checkpoint" and path.parent.name else path.stem
+    if isinstance(spec, str):
+        return spec.strip()
+    return ":".join([target, *(f"{k}={v}" for k, v in options.items())])
+
+
+def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tuple[str, Player]]]:
+    """Build the players of ``specs`` on one board; returns (game, [(label, player)]).
+
+    The board is ``game_name``, else the first checkpoint's, else 4x4x4. A checkpoint trained on
+    another board is a CheckpointError naming the file.
+    """
+    from ttt.agents import load_player
+
+    if game_name is not None and game_name not in BOARDS:
+        raise ValueError(f"unknown board {game_name!r}; choose one of {', '.join(BOARDS)}")
+    parsed = [parse_spec(s) for s in specs]
+    loaded: dict[int, Player] = {}
+    for i, (kind, target, _) in enumerate(parsed):
+        if kind == "checkpoint":
+            loaded[i] = load_player(target, game=game_name)
+            if game_name is None:
+                game_name = loaded[i].game.name
+            elif loaded[i].game.name != game_name:
+                raise CheckpointError(f"{target}: trained on board {loaded[i].game.name!r}, not {game_name!r}")
+    game = make_game(game_name or DEFAULT_GAME)
+    out = []
+    for i, (spec, (kind, target, options)) in enumerate(zip(specs, parsed, strict=True)):
+        if kind == "checkpoint":
+            player = loaded[i]
+        else:
+            try:
+                player = make_player(target, game, **options)
+            except TypeError as e:  # an option the player does not take
+                raise ValueError(f"player {target!r}: {e}; options are ({', '.join(_option_names(target))})") from None
+        out.append((spec_label(spec), player))
+    return game, out
+
+
+def board_name(cfg: DictConfig) -> str | None:
+    """The board chosen with ``game=NAME``, or None."""
+    return None if cfg.game is None else str(cfg.game.name)
+
+
+def agent_spec(cfg: DictConfig) -> Any:
+    """The agent's spec from ``checkpoint`` / ``player``; the shipped checkpoint when neither is set."""
+    if cfg.checkpoint is not None and cfg.player is not None:
+        raise ValueError("give either checkpoint=PATH or player=NAME, not both")
+    if cfg.player is not None:
+        return cfg.player
+    if cfg.checkpoint is not None:
+        return {"checkpoint": str(cfg.checkpoint)}
+    if not SHIPPED_CHECKPOINT.is_file():
+        raise CheckpointError(f"{SHIPPED_CHECKPOINT}: the shipped dqn_444 checkpoint is missing; train it with "
+                              "`python -m ttt.train +experiment=dqn_444`, or choose checkpoint=PATH or player=NAME")
+    return {"checkpoint": str(SHIPPED_CHECKPOINT)}
+
+
+# ---------------------------------------------------------------------------------------- benchmark
+def result_rows(label: str, r: MatchResult) -> list[dict]:
+    """The JSON rows of one match: one per seat played and one over both seats."""
+    return [dict(opponent=label, **s.as_dict(), games_per_sec=r.games_per_sec) for s in r.seats()]
+
+
+def format_table(rows: list[dict]) -> str:
+    """The results as a fixed-width text table."""
+    head = f"{'opponent':<16} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} {'games/s':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        wdl = f"{r['wins']} / {r['draws']} / {r['losses']}"
+        ci = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
+        lines.append(f"{r['opponent']:<16} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
+                     f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f}")
+    return "\n".join(lines)
+
+
+def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
+    """Run the benchmark (or round robin) the config describes; print the table; return the results."""
+    import torch
+
+    out = out or sys.stdout
+    if int(cfg.games) < 1:
+        raise ValueError(f"games must be >= 1, got {cfg.games}")
+    torch.set_num_threads(int(cfg.threads))
+    if cfg.round_robin is not None:
+        result = round_robin(cfg, out)
+    else:
+        if not cfg.opponents:
+            raise ValueError("opponents is empty; give e.g. opponents=[random,benchmark]")
+        specs = [agent_spec(cfg), *cfg.opponents]
+        game, players = load_agents(specs, board_name(cfg))
+        (agent_label, agent), opponents = players[0], players[1:]
+        rows = []
+        print(f"{agent_label} on {game.name}: {int(cfg.games)} games per opponent, half in each seat "
+              f"(seed {int(cfg.seed)})", file=out, flush=True)
+        for k, (label, opponent) in enumerate(opponents):
+            r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
+                           agent_name=agent_label, opponent_name=label)
+            rows += result_rows(label, r)
+        print(format_table(rows), file=out, flush=True)
+        result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
+                  "seed": int(cfg.seed), "results": rows}
+    if cfg.output:
+        path = Path(cfg.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {path}", file=out)
+    return result
+
+
+def round_robin(cfg: DictConfig, out: TextIO) -> dict:
+    """Every pair of ``cfg.round_robin`` plays ``cfg.games`` games; Elo ratings from all of them."""
+    specs = list(cfg.round_robin)
+    if len(specs) < 2:
+        raise ValueError("round_robin needs at least two players")
+    game, players = load_agents(specs, board_name(cfg))
+    names = [label for label, _ in players]
+    if len(set(names)) < len(names):
+        raise ValueError(f"round_robin lists a player twice: {names}")
+    anchor = cfg.elo_anchor if cfg.elo_anchor in names else None
+    print(f"round robin on {game.name}: {len(names)} players, {int(cfg.games)} games per pair, "
+          f"half in each seat (seed {int(cfg.seed)})", file=out, flush=True)
+    pairs, matches = [], []
+    k = 0
+    for a in range(len(players)):
+        for b in range(a + 1, len(players)):
+            r = play_match(game, players[a][1], players[b][1], int(cfg.games), seed=int(cfg.seed) + k,
+                           agent_name=names[a], opponent_name=names[b])
+            k += 1
+            both = r.both
+            pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
+            matches.append(dict(player=names[a], **result_rows(names[b], r)[-1]))
+            print(f"  {names[a]} vs {names[b]}: {both.wins} / {both.draws} / {both.losses} "
+                  f"(score {both.score:.3f})", file=out, flush=True)
+    ratings = sorted(fit_elo(names, pairs, anchor=anchor, prior_draws=float(cfg.elo_prior_draws)),
+                     key=lambda x: -x.elo)
+    anchor_text = f"{anchor} = 0" if anchor else "mean 0"
+    print(f"\nElo (Bradley-Terry maximum likelihood, draws count half, anchor {anchor_text}, "
+          f"{float(cfg.elo_prior_draws):g} prior draws per pair)", file=out)
+    head = f"{'rank':>4}  {'player':<20} {'elo':>8} {'+-se':>7}  {'95% CI':<18} {'games':>6} {'score':>6}"
+    print(head + "\n" + "-" * len(head), file=out)
+    for i, x in enumerate(ratings, 1):
+        lo, hi = x.ci
+        print(f"{i:>4}  {x.name:<20} {x.elo:>8.1f} {x.se:>7.1f}  [{lo:>7.1f}, {hi:>7.1f}] {x.games:>6} "
+              f"{x.score:>6.3f}", file=out)
+    out.flush()
+    return {"mode": "round_robin", "game": game.name, "games": int(cfg.games), "seed": int(cfg.seed),
+            "anchor": anchor, "prior_draws": float(cfg.elo_prior_draws), "players": names,
+            "ratings": [dict(player=x.name, elo=x.elo, elo_se=x.se, elo_ci=list(x.ci), games=x.games,
+                             score=x.score) for x in ratings],
+            "results": matches}
+
+
+# ---------------------------------------------------------------------------------------- entry point
+def run_cli(function, cfg: DictConfig) -> None:
+    """Call ``function(cfg)``; expected errors become one line on stderr and exit status 2."""
+    try:
+        function(cfg)
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except BrokenPipeError:  # output piped into e.g. `head`
+        sys.stderr.close()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="benchmark")
+def main(cfg: DictConfig) -> None:
+    run_cli(benchmark, cfg)
+
+
+if __name__ == "__main__":
+    main()
