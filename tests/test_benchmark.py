@@ -1,0 +1,257 @@
+"""ttt.benchmark and ttt.elo: JSON fields, agreement with play_match, specs, errors, Elo recovery."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+import ttt.benchmark as bm
+from ttt.agents import AGENTS
+from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.elo import PairResult, expected_score, fit_elo
+from ttt.evaluate import play_match
+from ttt.games import make_game
+from ttt.players import Player, make_player
+
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
+FIELDS = {"opponent", "seat", "games", "wins", "draws", "losses", "win_rate", "win_rate_ci", "score",
+          "games_per_sec"}
+
+
+def compose_benchmark(*overrides: str):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return compose("benchmark", overrides=list(overrides))
+
+
+# ------------------------------------------------------------------ a tiny saved learner
+class TableLearner(Player):
+    """A deterministic afterstate table: plays the best-valued move (ties: the lowest cell),
+    learns the final reward for every afterstate of a game, and saves as .npz."""
+
+    name = "table"
+
+    def __init__(self, game, values=None) -> None:
+        super().__init__(game)
+        self.values: dict[int, float] = dict(values or {})
+
+    def _after(self, state, action) -> int:
+        return int(self.game.ternary_hash(np.array(state.apply(action).board) * state.to_play()))
+
+    def action_values(self, state):
+        return {a: self.values.get(self._after(state, a), 0.0) for a in state.legal_actions()}
+
+    def act(self, state, rng):
+        values = self.action_values(state)
+        return max(values, key=lambda a: (values[a], -a))
+
+    def learn_from_game(self, states) -> bool:
+        winner = states[-1].winner()
+        for before, after in zip(states[:-1], states[1:], strict=True):
+            key = int(self.game.ternary_hash(np.array(after.board) * before.to_play()))
+            self.values[key] = self.values.get(key, 0.0) + 0.5 * (winner * before.to_play() - self.values.get(key, 0.0))
+        return True
+
+    def save(self, path) -> None:
+        keys = np.array(sorted(self.values), dtype=np.int64)
+        save_checkpoint(path, {"kind": "table_test", "game": self.game.name, "keys": keys,
+                               "values": np.array([self.values[int(k)] for k in keys])})
+
+
+def player_from_checkpoint(payload: dict) -> TableLearner:
+    """The loader ttt.agents.load_player calls for the test kind."""
+    return TableLearner(make_game(payload["game"]), zip(payload["keys"].tolist(), payload["values"].tolist(),
+                                                        strict=True))
+
+
+@pytest.fixture
+def table_checkpoint(tmp_path, monkeypatch):
+    """A saved TableLearner on 3x3 (trained on one game), loadable through ttt.agents.load_player."""
+    monkeypatch.setitem(AGENTS, "table_test", __name__)
+    game = make_game("3x3")
+    learner = TableLearner(game)
+    s = game.initial_state()
+    states = [s]
+    for a in (4, 0, 2, 1, 6):  # the first player wins on the 2-4-6 diagonal
+        s = s.apply(a)
+        states.append(s)
+    learner.learn_from_game(states)
+    path = tmp_path / "table_333" / "checkpoint.npz"
+    learner.save(path)
+    return path
+
+
+# ------------------------------------------------------------------ benchmark
+def test_json_fields_and_agreement_with_play_match(tmp_path):
+    out = tmp_path / "res.json"
+    cfg = compose_benchmark("player=benchmark", "game=3x3", "opponents=[random,alphabeta:1]", "games=30",
+                            "seed=5", f"output={out}")
+    result = bm.benchmark(cfg)
+    written = json.loads(out.read_text())
+    assert written["game"] == "3x3" and written["agent"] == "benchmark" and written["games"] == 30
+    assert [(r["opponent"], r["seat"]) for r in written["results"]] == [
+        (o, s) for o in ("random", "alphabeta:1") for s in ("first", "second", "both")]
+    game = make_game("3x3")
+    for k, (name, opts) in enumerate((("random", {}), ("alphabeta", {"depth": 1}))):
+        ref = play_match(game, make_player("benchmark", game), make_player(name, game, **opts), 30, seed=5 + k)
+        rows = written["results"][3 * k: 3 * k + 3]
+        for row, seat in zip(rows, (ref.first, ref.second, ref.both), strict=True):
+            assert FIELDS <= set(row)
+            assert (row["games"], row["wins"], row["draws"], row["losses"]) == (
+                seat.games, seat.wins, seat.draws, seat.losses)
+            assert row["win_rate"] == pytest.approx(seat.wins / seat.games)
+            assert row["win_rate_ci"] == pytest.approx(list(seat.win_rate_ci))
+            assert row["score"] == pytest.approx((seat.wins + seat.draws / 2) / seat.games)
+        assert rows[0]["games"] == rows[1]["games"] == 15 and rows[2]["games"] == 30
+    assert result["results"] == written["results"]
+
+
+def test_same_seed_same_results():
+    cfg = compose_benchmark("player=random", "game=4x4", "opponents=[benchmark]", "games=40", "seed=3")
+    a, b = bm.benchmark(cfg), bm.benchmark(cfg)
+    strip = [{k: v for k, v in r.items() if k != "games_per_sec"} for r in a["results"]]
+    assert strip == [{k: v for k, v in r.items() if k != "games_per_sec"} for r in b["results"]]
+
+
+def test_checkpoint_agent_takes_its_board(table_checkpoint, capsys):
+    cfg = compose_benchmark(f"checkpoint={table_checkpoint}", "opponents=[random]", "games=20")
+    result = bm.benchmark(cfg)
+    assert result["game"] == "3x3" and result["agent"] == "table_333"
+    assert "table_333 on 3x3" in capsys.readouterr().out
+    game = make_game("3x3")
+    from ttt.agents import load_player
+
+    ref = play_match(game, load_player(table_checkpoint), make_player("random", game), 20, seed=0)
+    assert result["results"][-1]["wins"] == ref.both.wins and result["results"][-1]["losses"] == ref.both.losses
+
+
+def test_checkpoint_as_opponent(table_checkpoint):
+    cfg = compose_benchmark("player=benchmark", "game=3x3", f"opponents=[{table_checkpoint}]", "games=10")
+    assert bm.benchmark(cfg)["results"][0]["opponent"] == "table_333"
+
+
+def test_board_mismatch_is_a_checkpoint_error(table_checkpoint):
+    with pytest.raises(CheckpointError, match="trained on board '3x3', not '4x4'"):
+        bm.benchmark(compose_benchmark(f"checkpoint={table_checkpoint}", "game=4x4", "games=2"))
+    with pytest.raises(CheckpointError, match="3x3"):
+        bm.benchmark(compose_benchmark("player=random", "game=4x4", f"opponents=[{table_checkpoint}]", "games=2"))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["player=random", "opponents=[nosuch]"], "unknown player 'nosuch'"),
+    (["player=random", "opponents=[random:3]"], "random takes the options"),
+    (["player=random", "opponents=[{name:alphabeta,deep:2}]"], "options are"),
+    (["player=random", "checkpoint=x.pt"], "not both"),
+    (["player=random", "games=0"], "games must be >= 1"),
+    (["checkpoint=/nonexistent/c.pt"], "no such checkpoint file"),
+])
+def test_expected_errors_are_one_line(overrides, message):
+    with pytest.raises((ValueError, CheckpointError), match=message) as info:
+        bm.benchmark(compose_benchmark("game=3x3", *overrides))
+    assert "\n" not in str(info.value)
+
+
+def test_missing_shipped_checkpoint_is_clear(monkeypatch, tmp_path):
+    monkeypatch.setattr(bm, "SHIPPED_CHECKPOINT", tmp_path / "dqn_444" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="shipped dqn_444 checkpoint is missing"):
+        bm.benchmark(compose_benchmark())
+
+
+def test_parse_spec():
+    assert bm.parse_spec("random") == ("player", "random", {})
+    assert bm.parse_spec("alphabeta:2") == ("player", "alphabeta", {"depth": 2})
+    assert bm.parse_spec("alphabeta:depth=3") == ("player", "alphabeta", {"depth": 3})
+    assert bm.parse_spec({"name": "alphabeta", "depth": 1}) == ("player", "alphabeta", {"depth": 1})
+    assert bm.parse_spec("runs/x/checkpoint.pt") == ("checkpoint", "runs/x/checkpoint.pt", {})
+    assert bm.parse_spec({"checkpoint": "a.npz"}) == ("checkpoint", "a.npz", {})
+    assert bm.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
+    assert bm.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
+
+
+def test_round_robin_fits_sorted_ratings(tmp_path):
+    out = tmp_path / "rr.json"
+    cfg = compose_benchmark("game=3x3", "round_robin=[random,benchmark,alphabeta:2]", "games=40", f"output={out}")
+    bm.benchmark(cfg)
+    result = json.loads(out.read_text())
+    assert result["anchor"] == "random" and len(result["results"]) == 3
+    elos = [r["elo"] for r in result["ratings"]]
+    assert elos == sorted(elos, reverse=True)
+    by_name = {r["player"]: r for r in result["ratings"]}
+    assert by_name["random"]["elo"] == 0.0 and by_name["random"]["elo_se"] == 0.0
+    assert by_name["benchmark"]["elo"] > 100 and by_name["alphabeta:2"]["elo"] > 100  # random loses most games
+    assert all(r["games"] == 80 for r in result["ratings"])
+
+
+def test_round_robin_rejects_duplicates():
+    with pytest.raises(ValueError, match="twice"):
+        bm.benchmark(compose_benchmark("game=3x3", "round_robin=[random,random]", "games=2"))
+
+
+# ------------------------------------------------------------------ Elo
+def test_elo_recovers_ratings_from_exact_scores():
+    true = [0.0, 150.0, 400.0, -200.0]
+    # each pair: 10,000 games whose wins are exactly the expected score
+    pairs = []
+    for a in range(4):
+        for b in range(a + 1, 4):
+            wins = int(round(expected_score(true[a], true[b]) * 10000))
+            pairs.append(PairResult(a, b, wins, 0, 10000 - wins))
+    ratings = fit_elo(list("abcd"), pairs, anchor="a", prior_draws=0)
+    assert [r.elo for r in ratings] == pytest.approx(true, abs=0.5)
+    centred = fit_elo(list("abcd"), pairs, anchor=None, prior_draws=0)
+    assert sum(r.elo for r in centred) == pytest.approx(0.0, abs=1e-6)
+    assert [r.elo - centred[0].elo for r in centred] == pytest.approx(true, abs=0.5)
+
+
+def test_elo_draws_count_half():
+    # 100 draws between two players: equal ratings
+    r = fit_elo(["a", "b"], [PairResult(0, 1, 0, 100, 0)], anchor="a", prior_draws=0)
+    assert r[1].elo == pytest.approx(0.0, abs=1e-9)
+    # 75% score (50 wins, 50 draws, 0 losses of 100): 400*log10(3) = 190.8 Elo
+    r = fit_elo(["a", "b"], [PairResult(0, 1, 50, 50, 0)], anchor="b", prior_draws=0)
+    assert r[0].elo == pytest.approx(400 * np.log10(3), abs=1e-6)
+
+
+def test_elo_standard_errors_cover_sampled_results():
+    rng = np.random.default_rng(1)
+    true = [0.0, 100.0, 300.0]
+    pairs = [PairResult(a, b, int(w), 0, 4000 - int(w))
+             for a in range(3) for b in range(a + 1, 3)
+             for w in [rng.binomial(4000, expected_score(true[a], true[b]))]]
+    ratings = fit_elo(["a", "b", "c"], pairs, anchor="a")
+    for r, t in zip(ratings[1:], true[1:], strict=True):
+        assert 3 < r.se < 20
+        assert abs(r.elo - t) < 3 * r.se
+
+
+def test_elo_perfect_score_is_finite_with_prior_and_errors():
+    r = fit_elo(["a", "b"], [PairResult(0, 1, 100, 0, 0)], anchor="b", prior_draws=1.0)
+    # the fit sees 100.5 points of 101: 400*log10(100.5/0.5)
+    assert r[0].elo == pytest.approx(400 * np.log10(201), abs=1e-6)
+    with pytest.raises(ValueError, match="do not all meet"):
+        fit_elo(["a", "b", "c", "d"], [PairResult(0, 1, 1, 0, 1), PairResult(2, 3, 1, 0, 1)])
+
+
+# ------------------------------------------------------------------ the command line
+def test_run_cli_turns_expected_errors_into_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bm.run_cli(bm.benchmark, compose_benchmark("player=random", "opponents=[nosuch]"))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown player 'nosuch'; choose one of ") and err.count("\n") == 1
+
+
+def test_cli_corrupt_checkpoint_is_one_line_without_traceback(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    p = subprocess.run([sys.executable, "-m", "ttt.benchmark", f"checkpoint={bad}"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(f"error: {bad}: cannot read checkpoint") and p.stderr.count("\n") == 1

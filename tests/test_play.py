@@ -1,0 +1,160 @@
+"""ttt.play driven through stdin: full games (win, loss, draw), bad input, undo, hint, gravity, learn."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from test_benchmark import table_checkpoint  # noqa: F401  (a saved learner fixture)
+
+import ttt.play as tp
+from ttt.agents import load_player
+from ttt.games import make_game
+from ttt.players import PLAYERS, Player
+
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
+
+
+def compose_play(*overrides: str):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return compose("play", overrides=list(overrides))
+
+
+class LowestCellPlayer(Player):
+    """Always the lowest legal cell: a predictable opponent for scripted games."""
+
+    name = "lowest"
+
+    def act(self, state, rng):
+        return min(state.legal_actions())
+
+    def action_values(self, state):
+        return {a: -a / 10 for a in state.legal_actions()}
+
+
+@pytest.fixture(autouse=True)
+def lowest_player(monkeypatch):
+    monkeypatch.setitem(PLAYERS, "lowest", LowestCellPlayer)
+
+
+def run(lines: str, *overrides: str) -> tuple[dict, str]:
+    out = io.StringIO()
+    tally = tp.play(compose_play(*overrides), io.StringIO(lines), out)
+    return tally, out.getvalue()
+
+
+def test_a_win_for_the_human():
+    # X: 4, 2, 6 (the 2-4-6 diagonal) while the opponent takes 0 and 1
+    tally, text = run("4\n2\n6\nn\n", "player=lowest", "game=3x3", "seat=first")
+    assert tally == dict(games=1, wins=1, draws=0, losses=0, saved=None)
+    assert "You win!" in text and "lowest plays 0 (0,0)." in text and "lowest plays 1 (0,1)." in text
+    assert " 0 O O X" in text and " 2 X 7 8" in text  # the board is redrawn after the moves
+
+
+def test_a_loss_and_a_draw_in_one_session():
+    # game 1: X 8, 7, 5 lets O complete 0-1-2; game 2: X 1, 3, 4, 6, 8 against O 0, 2, 5, 7 is a draw
+    tally, text = run("8\n7\n5\ny\n1\n3\n4\n6\n8\nn\n", "player=lowest", "game=3x3", "seat=first")
+    assert tally == dict(games=2, wins=0, draws=1, losses=1, saved=None)
+    assert "lowest wins." in text and "Draw." in text
+    assert text.count("Play again? [y/n]") == 2
+
+
+def test_bad_inputs_get_a_reason_and_a_new_prompt():
+    bad = ["hello", "9", "-1", "1,5", "1,1,1", "", "4"]
+    tally, text = run("4\n" + "\n".join(bad) + "\nquit\n", "player=lowest", "game=3x3", "seat=first")
+    assert tally["games"] == 0
+    assert "'hello' is not a move: type a cell number (0-8) or row,col" in text
+    assert "9 is not legal: out of range 0..8" in text
+    assert "-1 is not legal: out of range 0..8" in text
+    assert "coordinate 5 is out of range 0..2" in text
+    assert "'1,1,1': give a cell number (0-8) or row,col" in text
+    assert "4 is not legal: cell 1,1 is occupied" in text
+    assert text.count("Your move (X): ") == 1 + len(bad) + 1
+
+
+def test_coordinates_and_cell_numbers_mean_the_same_cell():
+    state = make_game("3x3").initial_state()
+    assert tp.parse_move(state, "1,2") == tp.parse_move(state, "5") == tp.parse_move(state, "(1, 2)") == 5
+    state3 = make_game("3x3x3").initial_state()
+    assert tp.parse_move(state3, "2,1,0") == 2 * 9 + 1 * 3 + 0
+
+
+def test_undo_takes_back_a_pair_of_moves():
+    # human second: O's first move (0) stays; undo takes back the human's 4 and the reply 1
+    tally, text = run("4\nundo\nundo\n8\nquit\n", "player=lowest", "game=3x3", "seat=second")
+    assert "took back your last move and lowest's reply." in text
+    assert "nothing to undo" in text
+    after_undo = text.split("took back your last move")[1].split("Your move")[0]
+    assert " 0 X 1 2" in after_undo and " 1 3 4 5" in after_undo  # only the agent's opening move is left
+    assert "You play 8 (2,2)." in text and tally["games"] == 0
+
+
+def test_hint_shows_the_agents_values():
+    _, text = run("hint\nquit\n", "player=lowest", "game=3x3", "seat=first")
+    assert "hint, lowest's value of each move for you (higher is better): 0 (0,0) +0.00, 1 (0,1) -0.10" in text
+    _, text = run("hint\nquit\n", "player=random", "game=3x3", "seat=first")
+    assert "hint: random has no move values" in text
+
+
+def test_gravity_cells_must_be_reachable():
+    lines = "16\n0,0,0\n0,0\n0,0\n0,0,0\n1,0,0\nquit\n"
+    _, text = run(lines, "player=lowest", "game=4x4x4_gravity", "seat=first")
+    assert "16 is not legal: cell 1,0,0 is not reachable yet (cell 0,0,0 below it is empty)" in text
+    assert text.count("You play 0 (0,0,0).") == 1  # '0,0,0' is cell 0; the column '0,0' then drops onto it
+    assert "You play 16 (1,0,0)." in text  # the second '0,0' lands on layer 1
+    assert "0 is not legal: cell 0,0,0 is occupied" in text
+    assert "layer 0" in text and "layer 3" in text  # 3D boards are drawn as layers side by side
+    game = make_game("4x4x4_gravity")
+    board = [0] * 64
+    board[0], board[16], board[32], board[48], board[1], board[17] = 1, -1, 1, -1, -1, 1
+    with pytest.raises(tp.MoveError, match="column 0,0 is full"):
+        tp.parse_move(game.state_from_board(board), "0,0")
+    assert tp.parse_move(game.state_from_board(board), "0,1") == 33
+
+
+def test_seat_prompt_and_end_of_input():
+    tally, text = run("3\n2\n", "player=lowest", "game=3x3")
+    assert "'3': answer 1 (first, X) or 2 (second, O)" in text
+    assert "You are O, lowest is X." in text and tally["games"] == 0  # input ended mid-game: no crash
+
+
+def test_learn_saves_the_learned_agent(table_checkpoint, tmp_path):  # noqa: F811 (the imported fixture)
+    before = load_player(table_checkpoint)
+    # the human (O) plays 0 and 1 and loses to the agent's 4-2-6 diagonal again
+    tally, text = run("0\n1\nn\n", f"checkpoint={table_checkpoint}", "seat=second", "learn=true")
+    assert tally["games"] == 1 and "table_333 learned from this game." in text
+    saved = Path(tally["saved"])
+    assert saved == table_checkpoint.with_name("checkpoint_play.npz") and saved.is_file()
+    assert f"saved the agent (1 games learned) to {saved}" in text
+    after = load_player(saved)
+    assert "table_333 wins." in text
+    assert sorted(after.values.values()) == [-0.75, -0.75, 0.75, 0.75, 0.75]  # 0.5 moved halfway to +-1
+    assert sorted(before.values.values()) == [-0.5, -0.5, 0.5, 0.5, 0.5]
+    # save=PATH chooses the file; a player without a checkpoint needs it
+    tally, _ = run("0\n1\nn\n", f"checkpoint={table_checkpoint}", "seat=second", "learn=true",
+                   f"save={tmp_path / 'mine.npz'}")
+    assert tally["saved"] == str(tmp_path / "mine.npz")
+
+
+def test_learn_needs_a_learner(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        tp.run_cli(tp.play, compose_play("player=random", "game=3x3", "learn=true"))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "error: random does not learn from games; learn=true needs a learning agent's checkpoint\n"
+
+
+def test_stdin_subprocess():
+    lines = "2\nx\n16\n0,0\nhint\nquit\n"
+    p = subprocess.run([sys.executable, "-m", "ttt.play", "player=random", "game=4x4x4_gravity"], input=lines,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    assert "'x' is not a move" in p.stdout and "16 is not legal" in p.stdout and "You play" in p.stdout
+    assert p.stdout.rstrip().endswith("Bye.")

@@ -1,0 +1,262 @@
+"""Play against an agent: ``python -m ttt.play`` (Hydra; ``--help`` shows the config).
+
+``checkpoint=PATH`` or ``player=SPEC`` picks the opponent (the spec syntax of ``ttt.benchmark``;
+neither: the shipped dqn_444 checkpoint), ``game=NAME`` the board (default: the checkpoint's).
+The board is drawn with the cell numbers of the empty cells; a move is a cell number as shown, or
+coordinates ``row,col`` (2D) / ``layer,row,col`` (3D). On the gravity board ``row,col`` names a
+column and the piece drops to its lowest empty cell. Commands: ``hint`` (the agent's value of each
+legal move for you), ``undo`` (take back your last move and the agent's reply), ``help``, ``quit``.
+
+``learn=true`` lets a learning agent learn from every finished game (``Player.learn_from_game``)
+and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``).
+
+``play(cfg, input_stream, output_stream)`` is the plain function; tests drive it with StringIO.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import hydra
+import numpy as np
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig
+
+from ttt.benchmark import agent_spec, board_name, load_agents, parse_spec, run_cli
+from ttt.config import GameConfig
+from ttt.games import FIRST, Game, IllegalMoveError, State, render_board
+from ttt.players import Player
+
+
+@dataclass
+class PlayConfig:
+    """Schema of ``configs/play.yaml``."""
+
+    checkpoint: str | None = None  # the agent: a saved learner ...
+    player: Any = None  # ... or a player spec (ttt.benchmark syntax); neither: the shipped dqn_444
+    game: GameConfig | None = None  # board (the game/ group: game=3x3); default: the checkpoint's, else 4x4x4
+    seat: str = "ask"  # your seat: first, second, or ask before every game
+    learn: bool = False  # the agent learns from the games and saves itself at the end
+    save: str | None = None  # where learn=true saves; default <checkpoint dir>/<stem>_play<suffix>
+    seed: int = 0  # the agent's random choices
+    threads: int = 1  # torch intra-op threads
+
+
+ConfigStore.instance().store(name="play_schema", node=PlayConfig)
+
+COMMANDS = "hint, undo, help, quit"
+SYMBOL = {FIRST: "X", -FIRST: "O"}
+
+
+class MoveError(ValueError):
+    """Input that is not a legal move; the message is the one-line reason shown to the player."""
+
+
+def move_syntax(game: Game) -> str:
+    """How moves are typed on ``game``, for prompts and error messages."""
+    coords = "row,col" if game.d == 2 else "layer,row,col"
+    text = f"a cell number (0-{game.num_cells - 1}) or {coords}"
+    if game.gravity:
+        text += " or a column row,col"
+    return text
+
+
+def parse_move(state: State, text: str) -> int:
+    """The cell the human means by ``text`` in ``state``; MoveError with the reason otherwise."""
+    game = state.game
+    parts = [p for p in re.split(r"[,\s]+", text.strip().strip("()[]")) if p]
+    if not parts or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+        raise MoveError(f"{text.strip()!r} is not a move: type {move_syntax(game)}, or {COMMANDS}")
+    nums = [int(p) for p in parts]
+    if len(nums) == 1:
+        cell = nums[0]
+    elif len(nums) in (game.d, game.d - 1) and (len(nums) == game.d or game.gravity):
+        for x in nums:
+            if not 0 <= x < game.n:
+                raise MoveError(f"coordinate {x} is out of range 0..{game.n - 1}")
+        if len(nums) == game.d:
+            cell = int(np.ravel_multi_index(nums, game.shape))
+        else:  # a gravity column: the lowest empty cell
+            column = [int(np.ravel_multi_index([z, *nums], game.shape)) for z in range(game.n)]
+            empty = [c for c in column if state.board[c] == 0]
+            if not empty:
+                raise MoveError(f"column {','.join(map(str, nums))} is full")
+            cell = empty[0]
+    else:
+        raise MoveError(f"{text.strip()!r}: give {move_syntax(game)}")
+    try:
+        return state.check_action(cell)
+    except IllegalMoveError as e:
+        reason = re.sub(r"^action \S+ on \S+: ", "", str(e))  # the rules' prefix repeats what the player typed
+        raise MoveError(f"{cell} is not legal: {reason}") from None
+
+
+def _default_save_path(spec: Any) -> Path | None:
+    kind, target, _ = parse_spec(spec)
+    if kind != "checkpoint":
+        return None
+    path = Path(target)
+    return path.with_name(f"{path.stem}_play{path.suffix}")
+
+
+class _Console:
+    """Prompts and reads lines; echoes the input when it does not come from a terminal."""
+
+    def __init__(self, inp: TextIO, out: TextIO) -> None:
+        self.inp, self.out = inp, out
+        self.tty = bool(getattr(inp, "isatty", lambda: False)())
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def ask(self, prompt: str) -> str | None:
+        """The next line (stripped), or None at the end of the input."""
+        if self.tty and self.inp is sys.stdin and self.out is sys.stdout:
+            try:
+                return input(prompt).strip()
+            except EOFError:
+                self.say()
+                return None
+        self.out.write(prompt)
+        self.out.flush()
+        line = self.inp.readline()
+        if not line:
+            self.say()
+            return None
+        if not self.tty:
+            self.out.write(line if line.endswith("\n") else line + "\n")
+        return line.strip()
+
+
+def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: TextIO | None = None) -> dict:
+    """Play games of a human (``input_stream``) against the configured agent until quit or end of input.
+
+    Returns the tally from the human's side: ``games``, ``wins``, ``draws``, ``losses``, and
+    ``saved`` (the checkpoint path written with learn=true, else None).
+    """
+    import torch
+
+    torch.set_num_threads(int(cfg.threads))
+    io = _Console(input_stream or sys.stdin, output_stream or sys.stdout)
+    if cfg.seat not in ("ask", "first", "second"):
+        raise ValueError(f"seat must be first, second or ask, got {cfg.seat!r}")
+    spec = agent_spec(cfg)
+    game, [(label, agent)] = load_agents([spec], board_name(cfg))
+    save_path = None
+    if cfg.learn:
+        if type(agent).learn_from_game is Player.learn_from_game:
+            raise ValueError(f"{label} does not learn from games; learn=true needs a learning agent's checkpoint")
+        save_path = Path(cfg.save) if cfg.save else _default_save_path(spec)
+        if save_path is None:
+            raise ValueError("learn=true: give save=PATH for the learned agent")
+    rng = np.random.default_rng(int(cfg.seed))
+    tally: dict[str, Any] = dict(games=0, wins=0, draws=0, losses=0, saved=None)
+    learned = 0
+    io.say(f"{game.name} against {label}. Moves: {move_syntax(game)}. Commands: {COMMANDS}.")
+    while True:
+        human = _choose_seat(io, cfg.seat)
+        if human is None:
+            break
+        states = _play_game(io, game, agent, label, human, rng)
+        if states is None:
+            break
+        winner = states[-1].winner()
+        key = "draws" if winner == 0 else ("wins" if winner == human else "losses")
+        tally["games"] += 1
+        tally[key] += 1
+        if cfg.learn:
+            if agent.learn_from_game(states):
+                learned += 1
+                io.say(f"{label} learned from this game.")
+            else:
+                io.say(f"{label} did not learn from this game.")
+        answer = io.ask("Play again? [y/n]: ")
+        if answer is None or answer.lower() not in ("y", "yes"):
+            break
+    if cfg.learn and learned:
+        agent.save(save_path)
+        tally["saved"] = str(save_path)
+        io.say(f"saved the agent ({learned} games learned) to {save_path}")
+    io.say(f"You: {tally['wins']} won, {tally['draws']} drawn, {tally['losses']} lost. Bye.")
+    return tally
+
+
+def _choose_seat(io: _Console, seat: str) -> int | None:
+    if seat != "ask":
+        return FIRST if seat == "first" else -FIRST
+    while True:
+        answer = io.ask("Play first (X) or second (O)? [1/2]: ")
+        if answer is None or answer.lower() in ("q", "quit"):
+            return None
+        if answer.lower() in ("1", "first", "f", "x"):
+            return FIRST
+        if answer.lower() in ("2", "second", "s", "o"):
+            return -FIRST
+        io.say(f"{answer!r}: answer 1 (first, X) or 2 (second, O)")
+
+
+def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
+               rng: np.random.Generator) -> list[State] | None:
+    """One game; the list of states from the start to the end, or None when the human quits."""
+    states = [game.initial_state()]
+    io.say(f"\nYou are {SYMBOL[human]}, {label} is {SYMBOL[-human]}.")
+    io.say(render_board(game, states[-1].board, show_numbers=True))
+    while not states[-1].is_terminal():
+        state = states[-1]
+        if state.to_play() != human:
+            action = int(agent.act(state, rng))
+            states.append(state.apply(action))
+            io.say(f"{label} plays {action} ({game.cell_label(action)}).")
+            io.say(render_board(game, states[-1].board, show_numbers=True))
+            continue
+        text = io.ask(f"Your move ({SYMBOL[human]}): ")
+        if text is None or text.lower() in ("q", "quit", "exit"):
+            return None
+        command = text.lower()
+        if command in ("help", "?"):
+            io.say(f"Type {move_syntax(game)}; or {COMMANDS}.")
+        elif command == "hint":
+            io.say(_hint(agent, label, state))
+        elif command == "undo":
+            # back to the latest earlier position where it was the human's turn
+            earlier = [i for i in range(len(states) - 1) if states[i].to_play() == human]
+            if not earlier:
+                io.say("nothing to undo")
+                continue
+            del states[earlier[-1] + 1:]
+            io.say(f"took back your last move and {label}'s reply.")
+            io.say(render_board(game, states[-1].board, show_numbers=True))
+        elif text:
+            try:
+                action = parse_move(state, text)
+            except MoveError as e:
+                io.say(str(e))
+                continue
+            states.append(state.apply(action))
+            io.say(f"You play {action} ({game.cell_label(action)}).")
+            io.say(render_board(game, states[-1].board, show_numbers=True))
+    winner = states[-1].winner()
+    io.say("Draw." if winner == 0 else ("You win!" if winner == human else f"{label} wins."))
+    return states
+
+
+def _hint(agent: Player, label: str, state: State) -> str:
+    values = agent.action_values(state)
+    if not values:
+        return f"hint: {label} has no move values"
+    ranked = sorted(values.items(), key=lambda kv: -kv[1])
+    moves = ", ".join(f"{a} ({state.game.cell_label(a)}) {v:+.2f}" for a, v in ranked)
+    return f"hint, {label}'s value of each move for you (higher is better): {moves}"
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="play")
+def main(cfg: DictConfig) -> None:
+    run_cli(play, cfg)
+
+
+if __name__ == "__main__":
+    main()
