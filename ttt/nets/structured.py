@@ -98,8 +98,12 @@ class ValueNet(nn.Module):
         (E, cells) bool mask -> (E, cells) values, -inf where illegal.
 
         Placing an own piece on cell a adds column a of the first (linear) layer to the board's
-        pre-activation, so the afterstates share one first-layer product per board.
+        pre-activation, so the afterstates share one first-layer product per board. With a structured
+        first layer followed by a Linear, only the detectors of the lines through a change, so the
+        next layer's input changes by a sum over those lines (computed once per line and position).
         """
+        if isinstance(self.first, StructuredLayer) and isinstance(self.rest[0], nn.Linear):
+            return self._structured_afterstate_values(boards, legal)
         base = self.first(boards)  # (E, H)
         cols = self.first_weight().t()  # (cells, H)
         e, a = legal.nonzero(as_tuple=True)
@@ -107,6 +111,22 @@ class ValueNet(nn.Module):
         out = torch.full(legal.shape, float("-inf"), dtype=values.dtype, device=values.device)
         out[e, a] = values
         return out
+
+    def _structured_afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        first, nxt = self.first, self.rest[0]
+        num_lines, k, d = first.weight.shape
+        e = boards.shape[0]
+        pre = first(boards).view(e, num_lines, 1, d)
+        act = torch.tanh(pre)
+        z = nxt(act.reshape(e, num_lines * d))  # (E, H): the next layer at the board itself
+        w_next = nxt.weight.view(-1, num_lines, d).permute(1, 2, 0)  # (L, D, H)
+        # an own piece at position j of line l adds weight[l, j] to that line's detectors
+        delta = torch.tanh(pre + first.weight.unsqueeze(0)) - act  # (E, L, k, D)
+        delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, -1)
+        z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
+        z_after.index_add_(1, first.lines.reshape(-1), delta_z)
+        values = self.rest[1:](z_after).squeeze(-1) if len(self.rest) > 1 else z_after.squeeze(-1)
+        return values.masked_fill(~legal, float("-inf"))
 
 
 def _xavier_linear(n_in: int, n_out: int, bias: bool) -> nn.Linear:

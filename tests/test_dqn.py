@@ -1,0 +1,249 @@
+"""TD(0) afterstate learning: hand-computed targets on scripted games, and one test per mistake of the
+earlier public implementation (reward sign, losses, terminal target, detached target, cell indexing,
+the opponent network's own best move), batched = sequential, determinism, save/load, learning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from ttt.agents import load_player
+from ttt.agents.dqn import Config, DQNPlayer, Trainer, afterstate_values
+from ttt.evaluate import play_match
+from ttt.games import BatchedGames, make_game
+from ttt.players import RandomPlayer
+
+GAMMA = 0.9
+NETWORK = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": False})
+
+# Scripted 3x3 games (cells row*3+col) and the learning seat in each.
+X_WINS = ([4, 0, 2, 1, 6], 1)  # X: 4, 2, 6 completes the 2-4-6 diagonal
+X_BEATS_O = ([0, 4, 1, 8, 2], -1)  # the learner is O; X completes the top row
+DRAW = ([0, 4, 8, 1, 7, 6, 2, 5, 3], -1)  # the learner is O; X fills the board, nobody wins
+
+
+def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Trainer:
+    torch.manual_seed(0)
+    cfg = Config(optimizer="sgd", lr=lr, gamma=GAMMA, **agent)
+    trainer = Trainer(make_game("3x3"), NETWORK, cfg, num_envs, np.random.default_rng(0))
+    if seats is not None:
+        trainer.agent_seat[:] = seats
+    return trainer
+
+
+def view(cells_own, cells_opp) -> np.ndarray:
+    board = np.zeros(9, dtype=np.float32)
+    board[list(cells_own)] = 1
+    board[list(cells_opp)] = -1
+    return board
+
+
+def value(trainer: Trainer, board: np.ndarray) -> float:
+    with torch.no_grad():
+        return float(trainer.net(torch.from_numpy(board)[None])[0])
+
+
+def play_script(trainer: Trainer, moves: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Play a scripted game in env 0; the (afterstates, targets) of each ply's update."""
+    out = []
+    for a in moves:
+        trainer.step(np.array([a]))
+        _, obs, targets = trainer.last_batch
+        out.append((obs.copy(), targets.copy()))
+    return out
+
+
+def test_hand_computed_targets_when_the_learner_wins():
+    trainer = make_trainer(seats=[1])
+    plies = play_script(trainer, X_WINS[0])
+    assert [len(t) for _, t in plies] == [0, 0, 1, 0, 2]
+    # ply 3: V(after X4) -> gamma * V(after X4, X2 with O on 0)
+    obs, targets = plies[2]
+    np.testing.assert_array_equal(obs[0], view([4], []))
+    assert targets[0] == pytest.approx(GAMMA * value(trainer, view([4, 2], [0])), abs=1e-6)
+    # ply 5, the winning move: the previous afterstate -> gamma * (+1), the terminal one -> +1 exactly
+    obs, targets = plies[4]
+    np.testing.assert_array_equal(obs[0], view([4, 2], [0]))
+    np.testing.assert_array_equal(obs[1], view([4, 2, 6], [0, 1]))
+    np.testing.assert_allclose(targets, [GAMMA, 1.0])  # reward sign: a win is +1
+
+
+def test_losses_are_learned_without_bootstrap():
+    trainer = make_trainer(num_envs=1, seats=[-1])
+    plies = play_script(trainer, X_BEATS_O[0])
+    assert [len(t) for _, t in plies] == [0, 0, 0, 1, 1]
+    obs, targets = plies[3]  # O's second move: V(after O4) -> gamma * V(after O4, O8)
+    np.testing.assert_array_equal(obs[0], view([4], [0]))
+    assert targets[0] == pytest.approx(GAMMA * value(trainer, view([4, 8], [0, 1])), abs=1e-6)
+    obs, targets = plies[4]  # X wins on its own move: O's last afterstate -> -1, whatever the network says
+    np.testing.assert_array_equal(obs[0], view([4, 8], [0, 1]))
+    assert targets.tolist() == [-1.0]
+
+
+def test_draw_by_the_opponent_targets_zero():
+    trainer = make_trainer(seats=[-1])
+    plies = play_script(trainer, DRAW[0])
+    obs, targets = plies[-1]
+    np.testing.assert_array_equal(obs[0], view([4, 1, 6, 5], [0, 8, 7, 2]))
+    assert targets.tolist() == [0.0]
+
+
+def test_terminal_targets_do_not_depend_on_the_network():
+    # two different networks: bootstrapped targets differ, terminal targets are the reward
+    finals = []
+    for seed in (0, 1):
+        trainer = make_trainer(seats=[1])
+        torch.manual_seed(seed)
+        trainer.net.first.reset_parameters()
+        finals.append(play_script(trainer, X_WINS[0]))
+    assert finals[0][2][1][0] != finals[1][2][1][0]
+    np.testing.assert_array_equal(finals[0][4][1], finals[1][4][1])
+
+
+def test_self_play_learns_from_both_seats():
+    trainer = make_trainer(seats=[1], opponent="self_play", opponent_after="self_play")
+    plies = play_script(trainer, X_BEATS_O[0])
+    # X learns from its 2nd and 3rd moves, O from its 2nd; at the end O's last afterstate -> -1
+    assert [len(t) for _, t in plies] == [0, 0, 1, 1, 3]
+    np.testing.assert_allclose(plies[4][1], [GAMMA, 1.0, -1.0])
+    np.testing.assert_array_equal(plies[4][0][2], view([4, 8], [0, 1]))
+
+
+def test_batched_games_compute_the_same_targets_as_sequential_ones():
+    scripts = [X_WINS, X_BEATS_O, DRAW]
+    sequential = []
+    for moves, seat in scripts:
+        trainer = make_trainer(seats=[seat])
+        sequential.append(play_script(trainer, moves))
+    trainer = make_trainer(num_envs=3, seats=[s for _, s in scripts])
+    batched: list[list] = [[] for _ in scripts]
+    for ply in range(max(len(m) for m, _ in scripts)):
+        actions = np.array([m[ply] if ply < len(m) else int(np.flatnonzero(trainer.games.legal_mask()[e])[0])
+                            for e, (m, _) in enumerate(scripts)])
+        trainer.step(actions)
+        rows, obs, targets = trainer.last_batch
+        for e, (m, _) in enumerate(scripts):
+            if ply < len(m):
+                batched[e].append((obs[rows == e], targets[rows == e]))
+    for seq, bat in zip(sequential, batched, strict=True):
+        for (o1, t1), (o2, t2) in zip(seq, bat, strict=True):
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_allclose(t1, t2, atol=1e-6)
+
+
+def test_target_is_detached():
+    # one SGD step equals the gradient of huber(V(prev), constant target): no gradient through the target
+    trainer = make_trainer(lr=0.5, seats=[1])
+    play_script(trainer, X_WINS[0][:2])
+    before = {k: v.clone() for k, v in trainer.net.state_dict().items()}
+    reference = make_trainer(lr=0.0, seats=[1])
+    reference.net.load_state_dict(before)
+    trainer.step(np.array([X_WINS[0][2]]))
+    _, obs, targets = trainer.last_batch
+    pred = reference.net(torch.from_numpy(obs))
+    torch.nn.functional.huber_loss(pred, torch.from_numpy(targets)).backward()
+    for name, p in reference.net.named_parameters():
+        torch.testing.assert_close(trainer.net.state_dict()[name], before[name] - 0.5 * p.grad)
+
+
+def test_learned_afterstate_is_the_played_cell():
+    # the afterstate trained on is the rules engine's board after the move, from the mover's view
+    game = make_game("4x4x4")
+    trainer = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0))
+    state = game.initial_state()
+    for a in [21, 0, 63, 5]:  # 21 = layer 1, row 1, col 1
+        trainer.step(np.array([a]))
+        mover = state.to_play()
+        state = state.apply(a)
+        if mover == trainer.agent_seat[0]:
+            np.testing.assert_array_equal(trainer.prev[0, 0], -state.observation())
+    assert trainer.prev[0, 0][21] == 1 and trainer.prev[0, 0][63] == 1 and trainer.prev[0, 0][0] == -1
+
+
+def test_greedy_values_score_the_afterstate_of_each_move():
+    game = make_game("4x4x4")
+    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
+    state = game.initial_state().apply(5).apply(40).apply(17)
+    games = BatchedGames(game, 1)
+    games.set_state(0, state)
+    values = afterstate_values(net, games, np.array([0]))[0]
+    for a in state.legal_actions():
+        with torch.no_grad():
+            direct = float(net(torch.from_numpy(-state.apply(a).observation())[None])[0])
+        assert float(values[a]) == pytest.approx(direct, abs=1e-5)
+    assert torch.isinf(values[[5, 40, 17]]).all()
+
+
+def test_frozen_opponent_plays_its_own_best_move():
+    game = make_game("4x4x4")
+    trainer = Trainer(game, NETWORK, Config(opponent="frozen"), 1, np.random.default_rng(0))
+    trainer.agent_seat[:] = 1
+    trainer.step(np.array([0]))  # the learner (X) moves; now the frozen copy plays O
+    state = trainer.games.state(0)
+    trainer.step()
+    played = int(trainer.games.last_action[0])
+    # its own view: O's afterstates with O's pieces as +1, and the argmax, not the argmin
+    scores = {a: float(trainer.frozen(torch.from_numpy(-state.apply(a).observation())[None])[0])
+              for a in state.legal_actions()}
+    assert played == max(scores, key=scores.get)
+    assert played != min(scores, key=scores.get)
+
+
+def test_curriculum_switches_to_a_frozen_copy_and_refreshes_it():
+    trainer = make_trainer(num_envs=4, lr=0.01, switch_episode=20, refresh_every=30)
+    assert trainer.phase() == "random" and trainer.frozen is None
+    while trainer.episodes < 20:
+        trainer.step()
+    assert trainer.phase() == "frozen" and trainer.frozen_refreshes == 1
+    taken = {k: v.clone() for k, v in trainer.frozen.state_dict().items()}
+    while trainer.episodes < 60:
+        trainer.step()
+    assert trainer.frozen_refreshes == 2
+    assert any(not torch.equal(taken[k], v) for k, v in trainer.frozen.state_dict().items())
+    assert not any(p.requires_grad for p in trainer.frozen.parameters())
+
+
+def test_two_runs_with_one_seed_give_identical_weights():
+    weights = []
+    for _ in range(2):
+        trainer = make_trainer(num_envs=4, lr=0.01, switch_episode=30)
+        while trainer.episodes < 60:
+            trainer.step()
+        weights.append(trainer.net.state_dict())
+    for k in weights[0]:
+        assert torch.equal(weights[0][k], weights[1][k])
+
+
+def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path):
+    trainer = make_trainer(num_envs=4, lr=0.01)
+    while trainer.episodes < 50:
+        trainer.step()
+    game = make_game("3x3")
+    player = DQNPlayer(game, trainer.net, OmegaConf.to_container(NETWORK))
+    player.save(tmp_path / "dqn.pt")
+    loaded = load_player(tmp_path / "dqn.pt")
+    rng = np.random.default_rng(3)
+    games = BatchedGames(game, 64)
+    for _ in range(4):  # random positions a few plies deep
+        games.step(RandomPlayer(game).act_batch(games, rng))
+        np.testing.assert_array_equal(player.act_batch(games, rng), loaded.act_batch(games, rng))
+    state = game.initial_state().apply(4)
+    assert loaded.action_values(state) == pytest.approx(player.action_values(state))
+    assert loaded.act(state, rng) == player.act(state, rng)
+
+
+def test_learns_to_beat_random_on_3x3():
+    torch.manual_seed(0)
+    game = make_game("3x3")
+    cfg = Config(switch_episode=10**9)  # random opponent throughout
+    trainer = Trainer(game, NETWORK, cfg, 32, np.random.default_rng(0))
+    player = DQNPlayer(game, trainer.net)
+    before = play_match(game, player, RandomPlayer(game), 400, seed=1).both.score
+    while trainer.episodes < 3000:
+        trainer.step()
+    after = play_match(game, player, RandomPlayer(game), 400, seed=1)
+    # random vs random scores 0.5 over both seats; after 3,000 games it wins clearly from both seats
+    assert after.both.score > 0.8 > before
+    assert after.first.win_rate > 0.8 and after.second.score > 0.6
