@@ -69,9 +69,8 @@ def test_missing_file(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".pt", ".npz"])
 def test_corrupt_and_truncated_files(tmp_path, suffix):
-    good = save_checkpoint(tmp_path / f"good{suffix}",
-                           {"kind": "k", "game": "3x3", "values": np.zeros((50, 50)), "w": torch.zeros(50, 50)}
-                           if suffix == ".pt" else {"kind": "k", "game": "3x3", "values": np.zeros((50, 50))})
+    values = torch.zeros(50, 50) if suffix == ".pt" else np.zeros((50, 50))
+    good = save_checkpoint(tmp_path / f"good{suffix}", {"kind": "k", "game": "3x3", "values": values})
     data = good.read_bytes()
     truncated = tmp_path / f"truncated{suffix}"
     truncated.write_bytes(data[: len(data) // 2])
@@ -130,10 +129,18 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
     assert load_checkpoint(tmp_path / "m.pt")["step"] == 2
 
 
+@pytest.mark.parametrize("bad", [np.arange(3), np.float64(0.5), np.int64(2), Sneaky(), [1, {"deep": np.ones(2)}]])
+def test_pt_payload_that_cannot_be_read_back_is_refused_at_save(tmp_path, bad):
+    with pytest.raises(ValueError, match=r"checkpoint entry payload\['x'\].* is a "):
+        save_checkpoint(tmp_path / "m.pt", {"kind": "t", "game": "3x3", "x": bad})
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("suffix", [".pt", ".npz"])
 def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch, suffix):
     path = tmp_path / f"m{suffix}"
-    save_checkpoint(path, {"kind": "t", "game": "3x3", "v": np.arange(4), "step": 1})
+    v = np.arange(4) if suffix == ".npz" else torch.arange(4)
+    save_checkpoint(path, {"kind": "t", "game": "3x3", "v": v, "step": 1})
     before = path.read_bytes()
 
     def dies_midway(f) -> None:
@@ -143,7 +150,7 @@ def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch, suffix):
     monkeypatch.setattr(torch, "save", lambda obj, f: dies_midway(f))
     monkeypatch.setattr(np, "savez_compressed", lambda f, **arrays: dies_midway(f))
     with pytest.raises(KeyboardInterrupt):
-        save_checkpoint(path, {"kind": "t", "game": "3x3", "v": np.arange(9), "step": 2})
+        save_checkpoint(path, {"kind": "t", "game": "3x3", "v": v, "step": 2})
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == [path.name]
     assert load_checkpoint(path)["step"] == 1

@@ -45,8 +45,29 @@ def _atomic_write(path: Path, write) -> None:
         raise
 
 
+def _check_plain(value: Any, where: str, torch) -> None:
+    # a weights-only load refuses anything else (numpy arrays and scalars included): fail at save time
+    # rather than write a checkpoint that cannot be read back
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_plain(k, where, torch)
+            _check_plain(v, f"{where}[{k!r}]", torch)
+    elif isinstance(value, (list, tuple, set)) and type(value) in (list, tuple, set):
+        for i, v in enumerate(value):
+            _check_plain(v, f"{where}[{i}]", torch)
+    elif not isinstance(value, (torch.Tensor, torch.Size, torch.dtype, torch.device, bool, int, float, complex,
+                                str, bytes, type(None))) or isinstance(value, np.generic):
+        raise ValueError(f"checkpoint entry {where} is a {type(value).__module__}.{type(value).__qualname__}; "
+                         f".pt checkpoints hold tensors, numbers, strings, lists and dicts "
+                         f"(convert with torch.as_tensor / int / float, or save a .npz)")
+
+
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` atomically; the format follows the suffix (``.pt`` or ``.npz``)."""
+    """Write ``payload`` atomically; the format follows the suffix (``.pt`` or ``.npz``).
+
+    Raises ValueError, writing nothing, for a payload that could not be read back (a ``.pt`` payload
+    holding numpy data or other objects).
+    """
     path = Path(path)
     for key in ("kind", "game"):
         if key not in payload:
@@ -55,6 +76,7 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     if path.suffix == ".pt":
         import torch
 
+        _check_plain(payload, "payload", torch)
         _atomic_write(path, lambda f: torch.save(payload, f))
     elif path.suffix == ".npz":
         arrays = {k: v for k, v in payload.items() if isinstance(v, np.ndarray)}
