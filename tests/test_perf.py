@@ -1,0 +1,29 @@
+"""ttt.perf: the engine section runs and writes the documented JSON (a shape test, not a timing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ttt import perf
+from ttt.games import BOARDS
+
+
+def test_engine_section_writes_json(tmp_path, capsys):
+    out_file = tmp_path / "perf.json"
+    result = perf.main(["seconds=0.2", "sections=engine", f"output={out_file}"])
+    written = json.loads(out_file.read_text())
+    assert written == result
+    assert list(written) == ["engine"]
+    assert list(written["engine"]) == list(BOARDS)
+    assert all(isinstance(v, float) and v > 0 for v in written["engine"].values())
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(BOARDS) and all(line.endswith("plies/s") for line in printed)
+
+
+@pytest.mark.parametrize("arg", ["speed=3", "sections=nope", "engine"])
+def test_bad_arguments_exit_with_a_message(arg):
+    with pytest.raises(SystemExit) as err:
+        perf.main([arg, "seconds=0.01"])
+    assert "ttt.perf" in str(err.value)
