@@ -156,7 +156,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     rng = np.random.default_rng(int(cfg.seed))
     tally: dict[str, Any] = dict(games=0, wins=0, draws=0, losses=0, saved=None)
     learned = 0
-    io.say(f"{game.name} against {label}. Moves: {move_syntax(game)}. Commands: {COMMANDS}.")
+    io.say(f"{game.name} against {label}. Empty cells show their numbers; the margins are coordinates.")
+    io.say(f"Moves: {move_syntax(game)}. Commands: {COMMANDS}.")
     while True:
         human = _choose_seat(io, cfg.seat)
         if human is None:
