@@ -1,0 +1,224 @@
+"""Tabular Q-learning in self-play with one table for both players:
+``python -m ttt.train +experiment=qlearn_33`` (or ``qlearn_44``).
+
+Q(s, a) is the value of playing ``a`` in ``s`` for the FIRST player (+1 first player wins, -1 the
+second wins, 0 draw), so one table serves both seats through the min-max switch: the value of the
+next position s' is the max over its legal actions when the first player is to move there, the min
+when the second player is. Illegal actions never enter the max or min. Update:
+
+    Q(s, a) <- Q(s, a) + alpha * (target - Q(s, a)),
+    target = winner                                       if s' ends the game
+           = gamma * max_a' Q(s', a')  (first to move)    otherwise
+           = gamma * min_a' Q(s', a')  (second to move)
+    alpha  = alpha0 / (1 + count(s, a) * adapt_rate)      count: earlier updates of (s, a)
+
+Both seats choose epsilon-greedily from the same table (the first player maximises Q, the second
+minimises it). Exploration schedules: ``exponential`` (epsilon = eps0 * exp(-kappa * episode)) or
+``step`` (epsilon = eps0 * step_factor ** (episode // step_every)).
+
+Storage (``storage: auto``): a dense table indexed by the ternary hash when it holds at most
+``dense_limit_mb`` (3x3: 3^9 rows x 9 actions), else a sparse store holding only visited states
+(4x4: a dense table would be 3^16 x 16 float64, about 5.5 GB).
+
+Logged scalars (besides ``eval/``): ``train/epsilon``, ``train/episodes_per_sec``, ``train/td_loss``
+(mean squared TD error of the updates since the last log), ``train/states`` (rows updated at least
+once), ``train/table_megabytes`` (memory held by the table).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ttt.agents.tabular import (
+    DenseRows,
+    SparseRows,
+    TablePlayer,
+    agent_settings,
+    check_board,
+    exponential_epsilon,
+    greedy_index,
+    peak_rss_mb,
+    piece_digit,
+    step_epsilon,
+)
+from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.games import FIRST, Game, State, make_game
+
+
+@dataclass
+class Config:
+    name: str = "q_learning"
+    alpha0: float = 0.5  # learning rate of an unvisited (state, action)
+    adapt_rate: float = 0.05  # alpha = alpha0 / (1 + count * adapt_rate)
+    gamma: float = 0.9  # discount: prefers quicker wins and later losses
+    epsilon_schedule: str = "exponential"  # exponential | step
+    eps0: float = 1.0
+    kappa: float = 5e-5  # exponential decay rate per episode
+    step_factor: float = 0.9  # step decay: epsilon *= step_factor every step_every episodes
+    step_every: int = 10000
+    storage: str = "auto"  # auto | dense | sparse
+    dense_limit_mb: float = 64.0  # auto: dense when the table fits in this
+    log_every: int = 1000  # episodes between train/* scalars
+
+
+def epsilon_at(a, episode: int) -> float:
+    """The exploration rate of ``episode`` under the configured schedule."""
+    if a.epsilon_schedule == "exponential":
+        return exponential_epsilon(a.eps0, a.kappa, episode)
+    if a.epsilon_schedule == "step":
+        return step_epsilon(a.eps0, a.step_factor, a.step_every, episode)
+    raise ValueError(f"q_learning: epsilon_schedule must be 'exponential' or 'step', got {a.epsilon_schedule!r}")
+
+
+def make_store(game: Game, storage: str = "auto", dense_limit_mb: float = 64.0) -> DenseRows | SparseRows:
+    """A dense table indexed by the ternary hash, or a sparse store of visited states."""
+    check_board(game, "q_learning")
+    rows = 3**game.num_cells
+    if storage == "auto":
+        storage = "dense" if rows * game.num_cells * 12 <= dense_limit_mb * 2**20 else "sparse"
+    if storage == "dense":
+        return DenseRows(rows, game.num_cells)
+    if storage == "sparse":
+        return SparseRows(game.num_cells)
+    raise ValueError(f"q_learning: storage must be 'auto', 'dense' or 'sparse', got {storage!r}")
+
+
+def next_value(store, next_state: State, next_key: int, gamma: float) -> float:
+    """The bootstrap target from ``next_state``: its winner if over, else gamma times the max (first
+    player to move) or min (second player to move) of Q over its legal actions only."""
+    if next_state.is_terminal():
+        return float(next_state.winner())
+    q = store.get(next_key)[next_state.legal_actions()]
+    return gamma * float(q.max() if next_state.to_play() == FIRST else q.min())
+
+
+def q_update(store, key: int, action: int, next_state: State, next_key: int,
+             gamma: float, alpha0: float, adapt_rate: float) -> float:
+    """One Q-learning update of (key, action); returns the TD error."""
+    target = next_value(store, next_state, next_key, gamma)
+    r = store.row(key)
+    count = int(store.counts[r, action])
+    q = float(store.values[r, action])
+    delta = target - q
+    store.values[r, action] = q + alpha0 / (1.0 + count * adapt_rate) * delta
+    store.counts[r, action] = count + 1
+    return delta
+
+
+class QPlayer(TablePlayer):
+    """Greedy on the shared Q table: the first player takes the largest Q, the second the smallest.
+
+    ``learn_from_game`` keeps updating the table from games it plays (``ttt.play learn=true``).
+    """
+
+    def __init__(self, game: Game, store, gamma: float = 0.9, alpha0: float = 0.5, adapt_rate: float = 0.05,
+                 epsilon: float = 0.0, meta: dict | None = None) -> None:
+        super().__init__(game, epsilon)
+        self.store, self.gamma, self.alpha0, self.adapt_rate = store, gamma, alpha0, adapt_rate
+        self.meta = dict(meta or {})
+
+    def move_values(self, board: np.ndarray, to_play: int, legal: np.ndarray) -> np.ndarray:
+        return self.store.get(self.game.ternary_hash(board)) * to_play
+
+    def learn_from_game(self, states: list[State]) -> bool:
+        keys = [self.game.ternary_hash(s.array()) for s in states]
+        for i in range(len(states) - 1):
+            q_update(self.store, keys[i], states[i + 1].last_action, states[i + 1], keys[i + 1],
+                     self.gamma, self.alpha0, self.adapt_rate)
+        return True
+
+    def checkpoint(self) -> dict:
+        keys, q, counts = self.store.to_arrays()
+        return {"kind": "q_learning", "game": self.game.name, "keys": keys, "q": q, "counts": counts,
+                "gamma": self.gamma, "alpha0": self.alpha0, "adapt_rate": self.adapt_rate, **self.meta}
+
+    def save(self, path) -> None:
+        save_checkpoint(path, self.checkpoint())
+
+
+def play_episode(game: Game, store, epsilon: float, a, rng: np.random.Generator) -> tuple[float, int]:
+    """One self-play game, updating after every move; returns (sum of squared TD errors, moves)."""
+    state = game.initial_state()
+    key = 0
+    sq = 0.0
+    moves = 0
+    while not state.is_terminal():
+        legal = state.legal_actions()
+        mover = state.to_play()
+        if rng.random() < epsilon:
+            action = legal[rng.integers(len(legal))]
+        else:
+            action = legal[greedy_index(store.get(key)[legal] * mover, rng)]
+        nxt = state.apply(action)
+        next_key = key + piece_digit(mover) * 3**action  # the ternary hash, one digit changed
+        delta = q_update(store, key, action, nxt, next_key, a.gamma, a.alpha0, a.adapt_rate)
+        sq += delta * delta
+        moves += 1
+        state, key = nxt, next_key
+    return sq, moves
+
+
+def train(cfg, run) -> dict:
+    """Self-play Q-learning for ``cfg.episodes`` games; evaluates every ``cfg.eval_every``."""
+    game = run.game
+    a = agent_settings(cfg)
+    rng = np.random.default_rng(int(cfg.seed))
+    rss0 = peak_rss_mb()
+    store = make_store(game, a.storage, a.dense_limit_mb)
+    start = 0
+    path = run.checkpoint_path(".npz")
+    if cfg.resume and path.is_file():
+        payload = load_checkpoint(path, kind="q_learning", game=game.name)
+        store.load_arrays(payload["keys"], payload["q"], payload["counts"])
+        start = int(payload["episode"])
+        rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
+    player = QPlayer(game, store, a.gamma, a.alpha0, a.adapt_rate)
+
+    def save(episode: int) -> None:
+        player.meta = {"episode": episode, "config": run.config_dict()}
+        player.save(path)
+
+    episodes, eval_every, log_every = int(cfg.episodes), int(cfg.eval_every), max(int(a.log_every), 1)
+    sq_sum, updates = 0.0, 0
+    t0 = time.perf_counter()
+    run.log_rate(start)
+    eps = epsilon_at(a, start)
+    for ep in range(start, episodes):
+        eps = epsilon_at(a, ep)
+        sq, moves = play_episode(game, store, eps, a, rng)
+        sq_sum, updates = sq_sum + sq, updates + moves
+        done = ep + 1
+        if done % log_every == 0 or done == episodes:
+            run.log("train/epsilon", eps, done)
+            run.log("train/td_loss", sq_sum / max(updates, 1), done)
+            run.log("train/states", len(store), done)
+            run.log("train/table_megabytes", store.nbytes() / 2**20, done)
+            run.log_rate(done)
+            sq_sum, updates = 0.0, 0
+        if eval_every and done % eval_every == 0 and done < episodes:
+            run.evaluate(player, done)
+            save(done)
+        run.progress(done, f"eps {eps:.3f} states {len(store)}")
+    seconds = time.perf_counter() - t0
+    save(episodes)
+    results = run.evaluate(player, episodes)
+    run.progress(episodes, "done", force=True)
+    extra = {"states": len(store), "storage": type(store).__name__, "final_epsilon": eps,
+             "train_seconds": round(seconds, 2),
+             "episodes_per_sec": round((episodes - start) / max(seconds, 1e-9), 1),
+             "table_megabytes": round(store.nbytes() / 2**20, 2),
+             "peak_rss_megabytes": round(peak_rss_mb(), 1), "rss_growth_megabytes": round(peak_rss_mb() - rss0, 1)}
+    return run.write_final(results, extra)
+
+
+def player_from_checkpoint(payload: dict) -> QPlayer:
+    """The greedy player of a ``q_learning`` checkpoint (it can keep learning and be saved)."""
+    game = make_game(payload["game"])
+    store = make_store(game)
+    store.load_arrays(payload["keys"], payload["q"], payload["counts"])
+    meta = {k: payload[k] for k in ("episode", "config") if k in payload}
+    return QPlayer(game, store, float(payload["gamma"]), float(payload["alpha0"]), float(payload["adapt_rate"]),
+                   meta=meta)
