@@ -158,3 +158,14 @@ def test_stdin_subprocess():
     assert "Traceback" not in p.stderr
     assert "'x' is not a move" in p.stdout and "16 is not legal" in p.stdout and "You play" in p.stdout
     assert p.stdout.rstrip().endswith("Bye.")
+
+
+def test_a_trained_q_learning_agent_learns_from_play(compose_train, tmp_path):
+    pytest.importorskip("ttt.agents.q_learning")
+    from ttt.train import train
+
+    train(compose_train(["+experiment=qlearn_33", "episodes=200", "eval_every=0", "eval_games=10"]))
+    checkpoint = tmp_path / "run" / "checkpoint.npz"
+    tally, text = run("4\n0\n8\n2\n6\n1\n3\n5\n7\nn\n", f"checkpoint={checkpoint}", "seat=first", "learn=true")
+    assert tally["games"] == 1 and "run learned from this game." in text
+    assert Path(tally["saved"]).is_file() and load_player(tally["saved"]).game.name == "3x3"
