@@ -12,7 +12,7 @@ import pytest
 from ttt.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import PLAYERS, make_player
-from ttt.players.search import WIN, AlphaBetaPlayer, PerfectPlayer
+from ttt.players.search import MATE, WIN, AlphaBetaPlayer, PerfectPlayer
 
 # Random vs random, first-player and second-player win rates of FACTS.md (20,000 games each)
 FACTS_RANDOM = {"3x3": (0.582, 0.291), "4x4": (0.314, 0.266), "3x3x3": (0.569, 0.431), "4x4x4": (0.529, 0.471)}
@@ -46,8 +46,10 @@ def test_registry_has_search_players():
 
 
 def test_perfect_refuses_unsolved_boards_clearly():
-    with pytest.raises(ValueError, match="perfect play is available on 3x3 only, not 4x4x4"):
+    with pytest.raises(ValueError, match="perfect play is available on 3x3 and 3x3x3 only, not 4x4x4"):
         PerfectPlayer(make_game("4x4x4"))
+    with pytest.raises(ValueError, match="not 4x4"):
+        make_player("perfect", make_game("4x4"))
 
 
 # ------------------------------------------------------------------ perfect play on 3x3
@@ -96,6 +98,40 @@ def test_perfect_ties_broken_at_random():
     p, rng = PerfectPlayer(g), np.random.default_rng(2)
     first_moves = {p.act(g.initial_state(), rng) for _ in range(60)}
     assert len(first_moves) == 9  # every opening draws, so all are chosen
+
+
+def test_perfect_3x3x3_only_the_centre_wins():
+    g = make_game("3x3x3")
+    p = PerfectPlayer(g)
+    scores = p.move_scores(g.initial_state())
+    # the centre wins in 7 plies; any other opening lets the second player take the centre and win
+    assert scores[13] == WIN - 7
+    assert all(v < -MATE for m, v in scores.items() if m != 13)
+    assert p.action_values(g.initial_state())[0] == -1.0
+
+
+def test_perfect_3x3x3_self_play_and_against_fixed_players():
+    g = make_game("3x3x3")
+    p = PerfectPlayer(g)
+    r = play_match(g, p, p, 2, seed=12, seats="first")
+    assert r.first.wins == 2
+    for opponent in ("random", "benchmark"):
+        r = play_match(g, p, make_player(opponent, g), 6, seed=13, seats="first")
+        assert r.first.wins == 6, r.summary()
+
+
+def test_alphabeta_full_depth_agrees_with_symmetry_on_3x3x3():
+    g = make_game("3x3x3")
+    ab, rng = AlphaBetaPlayer(g, depth=None), np.random.default_rng(14)
+    for _ in range(4):
+        s = state_after("3x3x3", [int(m) for m in rng.choice(27, size=3, replace=False)])
+        if s.is_terminal():
+            continue
+        perm = g.symmetries[rng.integers(1, 48)]
+        image = np.zeros(27, dtype=np.int8)
+        image[perm] = s.array()
+        best = max(ab._search(s, all_exact=False).values())
+        assert best == max(ab._search(g.state_from_board(image), all_exact=False).values())
 
 
 # ------------------------------------------------------------------ alphabeta

@@ -115,9 +115,10 @@ class _Position:
 class _Searcher:
     """Negamax with alpha-beta and a transposition table over one ``_Position``."""
 
-    def __init__(self, pos: _Position) -> None:
+    def __init__(self, pos: _Position, table: dict | None = None) -> None:
         self.pos = pos
-        self.table: dict[int, tuple[int, int, int, int]] = {}  # hash -> (depth, flag, value, best)
+        # hash -> (depth, flag, value, best); values of forced wins stored relative to the node
+        self.table: dict[int, tuple[int, int, int, int]] = {} if table is None else table
         self.nodes = 0
 
     def negamax(self, depth: int, alpha: int, beta: int, ply: int, p: int) -> int:
@@ -267,8 +268,11 @@ class AlphaBetaPlayer(Player):
 
 
 # ---------------------------------------------------------------------------- perfect play
-PERFECT_BOARDS = ("3x3",)
+PERFECT_BOARDS = ("3x3", "3x3x3")
 _SOLVED: dict[str, dict[int | bytes, int]] = {}  # board -> canonical key -> exact value (mover's view)
+# exact full-depth searches share one transposition table per board: its entries hold for any window
+_EXACT_TABLES: dict[str, dict] = {}
+_EXACT_TABLE_LIMIT = 2_000_000  # entries; the table is emptied beyond this to bound memory
 
 
 def _child_value(v: int) -> int:
@@ -289,9 +293,8 @@ def solve(game: Game) -> dict[int | bytes, int]:
     """
     if game.name in _SOLVED:
         return _SOLVED[game.name]
-    if game.name not in PERFECT_BOARDS:
-        raise ValueError(f"perfect play is available on {', '.join(PERFECT_BOARDS)} only, not {game.name} "
-                         f"(its full solve does not fit a minute of pure Python); use the alphabeta player")
+    if game.name != "3x3":
+        raise ValueError(f"a full table is only built for 3x3, not {game.name}")
     pos = _Position(game, game.initial_state())
     table: dict[int | bytes, int] = {}
     raw: dict[int, int] = {}  # board hash -> value, so each board's canonical key is computed once
@@ -321,21 +324,36 @@ def solve(game: Game) -> dict[int | bytes, int]:
 
 
 class PerfectPlayer(Player):
-    """A game-theoretically best move, from an exact solve; the fastest win, else the slowest loss.
+    """A game-theoretically best move; among wins the fastest, among losses the slowest.
 
-    Ties are broken at random. Available on the boards in ``PERFECT_BOARDS``; others raise ValueError.
+    3x3 plays from a full solved table (``solve``). 3x3x3 (a first-player win, short games) runs an
+    exact full-depth alpha-beta search per move that shares one transposition table per board.
+    Ties are broken at random. Other boards raise ValueError: 4x4 (a draw, so no early cut-offs)
+    and Qubic are beyond a minute of pure-Python search.
     """
 
     name = "perfect"
 
     def __init__(self, game: Game) -> None:
         super().__init__(game)
-        self.table = solve(game)
+        if game.name not in PERFECT_BOARDS:
+            raise ValueError(f"perfect play is available on {' and '.join(PERFECT_BOARDS)} only, not {game.name} "
+                             f"(solving it does not fit a minute of pure Python); use the alphabeta player")
+        self.table = solve(game) if game.name == "3x3" else None
 
-    def move_scores(self, state: State) -> dict[int, int]:
-        """Exact score of each legal move (``WIN - d``: win in d plies, negative: loss, 0: draw)."""
+    def move_scores(self, state: State, all_exact: bool = True) -> dict[int, int]:
+        """Exact score of each legal move: ``WIN - d`` a win in d plies, ``-(WIN - d)`` a loss, 0 a draw.
+
+        With ``all_exact=False`` (searched boards) moves worse than the best may get only an upper bound.
+        """
         if state.is_terminal():
             raise ValueError(f"{self.game.name}: no move to choose in a finished game")
+        if self.table is None:
+            table = _EXACT_TABLES.setdefault(self.game.name, {})
+            if len(table) > _EXACT_TABLE_LIMIT:
+                table.clear()
+            searcher = _Searcher(_Position(self.game, state), table)
+            return searcher.root(state.to_play(), self.game.num_cells - state.num_moves, all_exact)
         scores = {}
         for m in state.legal_actions():
             child = state.apply(m)
@@ -348,7 +366,7 @@ class PerfectPlayer(Player):
         return scores
 
     def act(self, state: State, rng: np.random.Generator) -> int:
-        return _choose(self.move_scores(state), rng)
+        return _choose(self.move_scores(state, all_exact=False), rng)
 
     def action_values(self, state: State) -> dict[int, float]:
         """Every legal move's game-theoretic outcome for the mover: +1 win, 0 draw, -1 loss."""
