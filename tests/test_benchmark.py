@@ -135,6 +135,10 @@ def test_checkpoint_agent_takes_its_board(table_checkpoint, capsys):
 def test_checkpoint_as_opponent(table_checkpoint):
     cfg = compose_benchmark("player=benchmark", "game=3x3", f"opponents=[{table_checkpoint}]", "games=10")
     assert bm.benchmark(cfg)["results"][0]["opponent"] == "table_333"
+    # a run directory stands for the checkpoint in it
+    cfg = compose_benchmark("player=benchmark", f"opponents=[{table_checkpoint.parent}]", "games=10")
+    result = bm.benchmark(cfg)
+    assert result["game"] == "3x3" and result["results"][0]["opponent"] == "table_333"
 
 
 def test_board_mismatch_is_a_checkpoint_error(table_checkpoint):

@@ -12,7 +12,8 @@ Players are named by a *spec*, the same in every key (``checkpoint``, ``player``
   (``depth``, ``simulations``); more values fill the next options in order;
 * ``'mcts:simulations=200:c=1.4'`` (quoted on the command line) or ``{name:mcts,simulations:200}``:
   options by name;
-* a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint:PATH}``: a saved learner.
+* a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint:PATH}``: a saved learner
+  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it).
 
 ``benchmark(cfg)`` is the plain function (tests call it); ``main`` is the Hydra wrapper that turns
 the expected errors (bad checkpoint, unknown player, board mismatch, bad option) into one line on
@@ -145,6 +146,16 @@ def spec_label(spec: Any) -> str:
     return ":".join([target, *(f"{k}={v}" for k, v in options.items())])
 
 
+def checkpoint_file(target: str) -> Path:
+    """``target``, or the ``checkpoint.pt`` / ``checkpoint.npz`` inside it when it is a run directory."""
+    path = Path(target)
+    if path.is_dir():
+        for name in ("checkpoint.pt", "checkpoint.npz"):
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
 def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tuple[str, Player]]]:
     """Build the players of ``specs`` on one board; returns (game, [(label, player)]).
 
@@ -159,7 +170,7 @@ def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tup
     loaded: dict[int, Player] = {}
     for i, (kind, target, _) in enumerate(parsed):
         if kind == "checkpoint":
-            loaded[i] = load_player(target, game=game_name)
+            loaded[i] = load_player(checkpoint_file(target), game=game_name)
             if game_name is None:
                 game_name = loaded[i].game.name
             elif loaded[i].game.name != game_name:
