@@ -27,3 +27,11 @@ def test_bad_arguments_exit_with_a_message(arg):
     with pytest.raises(SystemExit) as err:
         perf.main([arg, "seconds=0.01"])
     assert "ttt.perf" in str(err.value)
+
+
+def test_search_section_reports_ms_per_move(capsys):
+    result = perf.main(["seconds=0.03", "sections=search"])
+    assert list(result) == ["search"]
+    assert list(result["search"]) == [f"{b} depth {d}" for b in ("4x4x4", "4x4x4_gravity") for d in (1, 2, 3)]
+    assert all(v > 0 for v in result["search"].values())
+    assert capsys.readouterr().out.count("ms/move") == 6

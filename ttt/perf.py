@@ -1,8 +1,10 @@
-"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,train] [seconds=S]``.
+"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,search,train] [seconds=S]``.
 
-Prints plies per second of batched random play on every board (section ``engine``) and training
-episodes per second of the structured network on 4x4x4 against random (section ``train``).
-With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec}, "train": {...}}``.
+Prints plies per second of batched random play on every board (section ``engine``), milliseconds
+per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``) and
+training episodes per second of the structured network on 4x4x4 against random (section ``train``).
+With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec},
+"search": {"BOARD depth D": ms_per_move}, "train": {...}}``.
 """
 
 from __future__ import annotations
@@ -36,13 +38,40 @@ def engine_section(seconds: float) -> dict[str, float]:
     return {board: engine_plies_per_sec(board, seconds=seconds) for board in BOARDS}
 
 
+def search_ms_per_move(board: str, depth: int, seconds: float = 2.0, seed: int = 0) -> float:
+    """Mean milliseconds per ``AlphaBetaPlayer(depth)`` move over positions 4-20 plies into random games."""
+    from ttt.players.search import AlphaBetaPlayer
+
+    game = make_game(board)
+    player = AlphaBetaPlayer(game, depth=depth)
+    rng = np.random.default_rng(seed)
+    moves, spent = 0, 0.0
+    while spent < seconds or moves < 3:
+        state = game.initial_state()
+        for _ in range(rng.integers(4, 21)):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+            if state.is_terminal():
+                state = game.initial_state()
+        t0 = time.perf_counter()
+        player.act(state, rng)
+        spent += time.perf_counter() - t0
+        moves += 1
+    return 1000 * spent / moves
+
+
+def search_section(seconds: float) -> dict[str, float]:
+    return {f"{board} depth {depth}": search_ms_per_move(board, depth, seconds=seconds / 3)
+            for board in ("4x4x4", "4x4x4_gravity") for depth in (1, 2, 3)}
+
+
 def train_section(seconds: float) -> dict[str, float]:
     from ttt.agents.dqn import training_throughput
 
     return {f"num_envs_{n}": training_throughput(num_envs=n, seconds=seconds) for n in (1, 256)}
 
 
-SECTIONS = {"engine": engine_section, "train": train_section}
+SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section}
+UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f")}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -64,9 +93,9 @@ def main(argv: list[str] | None = None) -> dict:
         if name not in SECTIONS:
             sys.exit(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
         out[name] = SECTIONS[name](float(opts["seconds"]))
-        unit = "plies/s" if name == "engine" else "episodes/s"
+        unit, fmt = UNITS[name]
         for key, value in out[name].items():
-            print(f"{name:7s} {key:16s} {value:14,.0f} {unit}", flush=True)
+            print(f"{name:7s} {key:22s} {value:14{fmt}} {unit}", flush=True)
     if opts["output"]:
         with open(opts["output"], "w") as f:
             json.dump(out, f, indent=2)
