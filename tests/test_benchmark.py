@@ -256,6 +256,7 @@ def test_cli_corrupt_checkpoint_is_one_line_without_traceback(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     p = subprocess.run([sys.executable, "-m", "ttt.benchmark", f"checkpoint={bad}"], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)
     assert p.returncode == 2, p.stderr
+    assert [f.name for f in tmp_path.iterdir()] == ["bad.pt"]  # no Hydra output folder or log file
     assert p.stderr.startswith(f"error: {bad}: cannot read checkpoint") and p.stderr.count("\n") == 1

@@ -150,11 +150,12 @@ def test_learn_needs_a_learner(capsys):
     assert err == "error: random does not learn from games; learn=true needs a learning agent's checkpoint\n"
 
 
-def test_stdin_subprocess():
-    lines = "2\nx\n16\n0,0\nhint\nquit\n"
+def test_stdin_subprocess(tmp_path):
+    lines = "1\nx\n16\n0,0\nhint\nquit\n"
     p = subprocess.run([sys.executable, "-m", "ttt.play", "player=random", "game=4x4x4_gravity"], input=lines,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    assert list(tmp_path.iterdir()) == []  # no Hydra output folder or log file
     assert "Traceback" not in p.stderr
     assert "'x' is not a move" in p.stdout and "16 is not legal" in p.stdout and "You play" in p.stdout
     assert p.stdout.rstrip().endswith("Bye.")
