@@ -123,12 +123,12 @@ def parse_spec(spec: Any) -> tuple[str, str, dict]:
 
 def _option_names(name: str) -> list[str]:
     """The keyword options of a registered player, in order (the parameters after ``game``)."""
-    make_player_check(name)
+    check_player_name(name)
     params = list(inspect.signature(PLAYERS[name]).parameters.values())[1:]
     return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-def make_player_check(name: str) -> None:
+def check_player_name(name: str) -> None:
     """Raise a one-line ValueError when ``name`` is not a known player."""
     _load_optional()  # search players join the registry when their modules are imported
     if name not in PLAYERS:
