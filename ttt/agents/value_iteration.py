@@ -151,7 +151,7 @@ class ValueIterationPlayer(TablePlayer):
         return out
 
 
-def worst_result(player: Player, solver: ValueIterationPlayer, seat: int, opponent: str = "optimal") -> int:
+def worst_result(player: Player, solver: Player, seat: int, opponent: str = "optimal") -> int:
     """The worst result for ``player`` in ``seat`` (+1 first, -1 second): +1 win, 0 draw, -1 loss.
 
     Searches every game in which ``player`` plays any of its greedy moves (all ties) and the
