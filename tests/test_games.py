@@ -181,6 +181,8 @@ def test_render_shows_coordinates():
     r3 = make_game("4x4x4").initial_state().apply(16 + 5).render()
     assert "layer 0" in r3 and "layer 3" in r3 and r3.count("X") == 1
     assert r3.splitlines()[1].split()[:4] == ["0", "1", "2", "3"]
+    assert r3.splitlines()[3].split()[5:8] == ["1", ".", "X"]  # layer 1, row 1, column 1 (cell 21)
+    assert all(line == line.rstrip() for line in r3.splitlines())
 
 
 # ------------------------------------------------------------------ the two faces agree

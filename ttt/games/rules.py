@@ -312,5 +312,5 @@ def render_board(game: Game, board, show_numbers: bool = False) -> str:
             rows.append(gap.join(
                 (f"{r:>2} " + " ".join(cell(z * n * n + r * n + c) for c in range(n))).ljust(block)
                 for z in layers))
-        return "\n".join([title, header, *rows]).rstrip()
+        return "\n".join(line.rstrip() for line in [title, header, *rows])
     return " ".join(SYMBOLS[v] for v in board)
