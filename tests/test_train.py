@@ -1,0 +1,138 @@
+"""The training entry point with the dqn learner: composition, smoke run, resume after SIGKILL, multirun."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from ttt.checkpoint import load_checkpoint
+from ttt.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("dqn_*.yaml"))
+TINY = ["+experiment=dqn_33", "episodes=60", "eval_every=30", "eval_games=10", "agent.final_eval_games=10",
+        "num_envs=4", "agent.switch_episode=30"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_dqn_experiment_composes(compose_train, name):
+    cfg = compose_train([f"+experiment={name}"])
+    assert cfg.agent.name == "dqn" and cfg.network.kind in ("structured", "mlp")
+    assert cfg.episodes > 0 and cfg.num_envs >= 1
+
+
+def test_experiment_names_the_board(compose_train):
+    boards = {name: compose_train([f"+experiment={name}"]).game.name for name in EXPERIMENTS}
+    assert {"dqn_33": "3x3", "dqn_44": "4x4", "dqn_333": "3x3x3", "dqn_444": "4x4x4",
+            "dqn_444_gravity": "4x4x4_gravity"}.items() <= boards.items()
+
+
+def test_paper_settings_on_score_four(compose_train):
+    cfg = compose_train(["+experiment=dqn_444_gravity"])
+    assert (cfg.agent.optimizer, cfg.agent.lr, cfg.agent.gamma, cfg.agent.epsilon) == ("sgd", 0.005, 1.0, 0.1)
+    assert cfg.agent.opponent == cfg.agent.opponent_after == "self_play"
+
+
+@pytest.mark.parametrize("override,key", [("agent.lrr=0.1", "lrr"),
+                                          ("agent.lr=fast", "lr"), ("episodez=5", "episodez")])
+def test_a_typo_or_wrong_type_fails_at_composition_naming_the_key(compose_train, override, key):
+    with pytest.raises((ConfigCompositionException, ConfigKeyError, ValidationError)) as err:
+        compose_train(["+experiment=dqn_444", override])
+    assert key in str(err.value) + str(err.value.__cause__)
+
+
+def test_smoke_run_writes_checkpoint_eval_and_tensorboard_tags(compose_train, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg = compose_train(TINY)
+    out = train(cfg)
+    run = tmp_path / "run"
+    assert json.loads((run / "final_eval.json").read_text()) == out
+    assert {r["opponent"] for r in out["results"]} == {"random", "benchmark"}
+    assert all(r["games"] == 10 for r in out["results"] if r["seat"] == "both")
+    payload = load_checkpoint(run / "checkpoint.pt", kind="dqn", game="3x3")
+    assert payload["episodes"] >= 60 and payload["config"]["agent"]["name"] == "dqn"
+    assert {"numpy", "torch", "python"} <= set(payload["trainer"]["rng"])
+    assert "optimizer" in payload["trainer"]
+    tags = EventAccumulator(str(run / "tb")).Reload().Tags()["scalars"]
+    for tag in ("train/td_loss", "train/epsilon", "train/opponent", "train/episodes_per_sec",
+                "eval/random/score", "eval/benchmark/first/win_rate"):
+        assert tag in tags
+
+
+def test_resumed_run_gives_the_weights_of_an_uninterrupted_one(compose_train, tmp_path):
+    # stop at 30 (a checkpoint), continue to 60 with resume=true; compare with 60 in one go
+    train(compose_train([*TINY, "episodes=30"]))
+    train(compose_train([*TINY, "resume=true"]))
+    resumed = load_checkpoint(tmp_path / "run" / "checkpoint.pt")
+    straight = compose_train([*TINY, f"run_dir={tmp_path / 'straight'}"])
+    train(straight)
+    whole = load_checkpoint(tmp_path / "straight" / "checkpoint.pt")
+    assert resumed["episodes"] == whole["episodes"]
+    for k, v in whole["weights"].items():
+        assert torch.equal(resumed["weights"][k], v), k
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ttt.train", *args]
+
+
+@pytest.mark.slow  # two interpreter starts and a training run: ~30 s on a busy 2-core machine
+def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_checkpoint(compose_train, tmp_path):
+    run = tmp_path / "killed"
+    args = ["+experiment=dqn_33", "episodes=4000", "eval_every=200", "eval_games=4", "agent.final_eval_games=4",
+            "num_envs=8", "progress=false", f"run_dir={run}"]
+    proc = subprocess.Popen(_command(*args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    ckpt = run / "checkpoint.pt"
+    deadline = time.time() + 120
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert ckpt.exists(), proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    saved = load_checkpoint(ckpt)["episodes"]
+    assert 200 <= saved < 4000
+    assert not (run / "final_eval.json").exists()
+    # resume (the same run directory) continues from the checkpoint to the end
+    done = subprocess.run(_command(*args, "resume=true", "episodes=" + str(saved + 200)), cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"resumed {ckpt} at episode {saved}" in done.stderr
+    assert load_checkpoint(ckpt)["episodes"] >= saved + 200
+    assert json.loads((run / "final_eval.json").read_text())["episodes"] == saved + 200
+
+
+@pytest.mark.slow  # one interpreter start and four tiny runs: ~20 s on a busy 2-core machine
+def test_hydra_multirun_puts_each_run_in_its_own_directory(tmp_path):
+    sweep = tmp_path / "sweep"
+    done = subprocess.run(
+        _command("-m", "+experiment=dqn_33", "seed=0,1", "network=structured_deep,mlp_deep", "episodes=8",
+                 "eval_every=0", "eval_games=2", "agent.final_eval_games=2", "num_envs=2", "progress=false",
+                 f"hydra.sweep.dir={sweep}"),
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    finals = sorted(sweep.glob("*/final_eval.json"))
+    assert len(finals) == 4
+    assert len({p.parent for p in finals}) == 4
+    seen = {(json.loads(p.read_text())["seed"], json.loads(p.read_text())["network"]["kind"]) for p in finals}
+    assert seen == {(0, "structured"), (1, "structured"), (0, "mlp"), (1, "mlp")}
+    assert all((p.parent / "checkpoint.pt").exists() for p in finals)
