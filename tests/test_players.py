@@ -130,8 +130,8 @@ def test_alphabeta_full_depth_agrees_with_symmetry_on_3x3x3():
         perm = g.symmetries[rng.integers(1, 48)]
         image = np.zeros(27, dtype=np.int8)
         image[perm] = s.array()
-        best = max(ab._search(s, all_exact=False).values())
-        assert best == max(ab._search(g.state_from_board(image), all_exact=False).values())
+        best = max(ab.move_scores(s, all_exact=False).values())
+        assert best == max(ab.move_scores(g.state_from_board(image), all_exact=False).values())
 
 
 # ------------------------------------------------------------------ alphabeta

@@ -247,7 +247,11 @@ class AlphaBetaPlayer(Player):
         self.depth = depth
         self.nodes = 0  # nodes searched by the last call, for speed measurements
 
-    def _search(self, state: State, all_exact: bool) -> dict[int, int]:
+    def move_scores(self, state: State, all_exact: bool = True) -> dict[int, int]:
+        """Searched score of each legal move (``WIN - d``: a forced win in d plies, else the heuristic).
+
+        With ``all_exact=False`` moves worse than the best may get only an upper bound (faster).
+        """
         if state.is_terminal():
             raise ValueError(f"{self.game.name}: no move to choose in a finished game")
         depth = self.game.num_cells - state.num_moves if self.depth is None else self.depth
@@ -257,11 +261,11 @@ class AlphaBetaPlayer(Player):
         return values
 
     def act(self, state: State, rng: np.random.Generator) -> int:
-        return _choose(self._search(state, all_exact=False), rng)
+        return _choose(self.move_scores(state, all_exact=False), rng)
 
     def action_values(self, state: State) -> dict[int, float]:
         """Every legal move's searched value in [-1, 1] from the mover's view (+-1: forced win/loss)."""
-        return {m: _outcome(v) for m, v in self._search(state, all_exact=True).items()}
+        return {m: _outcome(v) for m, v in self.move_scores(state).items()}
 
     def __repr__(self) -> str:
         return f"AlphaBetaPlayer({self.game.name}, depth={self.depth})"
