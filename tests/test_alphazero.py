@@ -1,0 +1,197 @@
+"""AlphaZero: PUCT on a toy tree, signs between plies, true values of ended games, symmetry
+augmentation, the training entry point (determinism, resume, save/load) and the strength bar (slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ttt.agents import load_player
+from ttt.agents.alphazero import (
+    AlphaZeroPlayer,
+    Node,
+    PolicyValueNet,
+    ReplayBuffer,
+    apply_symmetries,
+    backup,
+    puct_scores,
+    run_search,
+    visit_policy,
+)
+from ttt.evaluate import play_match
+from ttt.games import BOARDS, make_game
+from ttt.players import make_player
+from ttt.players.fixed import completing_moves
+from ttt.train import train
+
+
+class ConstantNet(torch.nn.Module):
+    """Uniform prior and the same value ``v`` (from the mover's view) everywhere."""
+
+    def __init__(self, cells: int, v: float) -> None:
+        super().__init__()
+        self.cells, self.v = cells, v
+
+    def forward(self, x):
+        return torch.zeros(x.shape[0], self.cells), torch.full((x.shape[0],), self.v)
+
+
+def test_puct_picks_the_hand_computed_child():
+    # N_s = 4, sqrt = 2: U = 0 + 1.5*.5*2/4 = .375;  .2 + 1.5*.3*2/2 = .65;  -.1 + 1.5*.2*2/1 = .5
+    q, p, n = np.array([0.0, 0.2, -0.1]), np.array([0.5, 0.3, 0.2]), np.array([3.0, 1.0, 0.0])
+    np.testing.assert_allclose(puct_scores(q, p, n, 1.5), [0.375, 0.65, 0.5])
+    node = Node(make_game("3x3").state_from_board([1, -1, 1, -1, 1, 0, 0, 0, -1]))  # X to move; 5, 6, 7 free
+    node.prior, node.N, node.W = p, n, q * n
+    assert node.select(1.5) == 1
+    node.N = np.array([3.0, 1.0, 1.0])  # now N_s = 5 and the third child has been tried: .2+.45*sqrt5/2 wins
+    node.W = np.array([0.0, 0.2, -0.1])
+    scores = puct_scores(node.q(), p, node.N, 1.5)
+    np.testing.assert_allclose(scores[1], 0.2 + 1.5 * 0.3 * math.sqrt(5) / 2)
+    assert node.select(1.5) == int(np.argmax(scores)) == 1
+    # a fresh node (N_s = 0) follows its prior
+    assert puct_scores(np.zeros(3), np.array([0.2, 0.5, 0.3]), np.zeros(3), 1.0).argmax() == 1
+
+
+def test_values_flip_sign_between_plies():
+    game = make_game("3x3")
+    root = Node(game.initial_state())
+    # every non-terminal leaf says +0.5 for its player to move
+    run_search(ConstantNet(9, 0.5), [root], simulations=1, c_puct=1.0)
+    visited = int(np.argmax(root.N))
+    assert root.N.sum() == 1 and root.q()[visited] == -0.5  # the leaf's +0.5 is the opponent's
+    child = root.children[visited]
+    run_search(ConstantNet(9, 0.5), [root], simulations=20, c_puct=1.0)
+    for idx, c in enumerate(root.children):
+        if c is not None and c.N.sum() > 0:
+            # c's own evaluation counts -0.5 for the root player; every later visit passed through
+            # one of c's moves, scored for the other player, so it counts with the opposite sign
+            assert root.N[idx] == c.N.sum() + 1
+            assert root.W[idx] == pytest.approx(-0.5 - c.W.sum())
+            assert c.W.sum() != 0
+    assert child is root.children[visited]
+    # backup by hand: a first-player win counts +1 for X's moves and -1 for O's
+    x_node, o_node = Node(game.initial_state()), Node(game.initial_state().apply(4))
+    backup([(x_node, 0), (o_node, 2)], 1.0)
+    assert x_node.W[0] == 1.0 and o_node.W[2] == -1.0
+
+
+def test_terminal_positions_return_their_true_value():
+    game = make_game("3x3")
+    assert Node(game.state_from_board([1, 1, 1, -1, -1, 0, 0, 0, 0])).value == 1.0
+    assert Node(game.state_from_board([1, -1, 1, 1, -1, -1, -1, 1, 1])).value == 0.0
+    # X wins at 2; a network that calls every position lost for its mover cannot hide that
+    state = game.state_from_board([1, 1, 0, -1, -1, 0, 0, 0, 0])
+    root = Node(state)
+    run_search(ConstantNet(9, 1.0), [root], simulations=30, c_puct=1.0)
+    win = list(root.actions).index(2)
+    assert root.q()[win] == 1.0 and root.N[win] == root.N.max()
+
+
+def _win_position(name: str):
+    """First player to move, wins only at cell k-1 (row 0 of the bottom layer)."""
+    game = make_game(name)
+    board = np.zeros(game.num_cells, dtype=np.int8)
+    k, n = game.line_length, game.n
+    board[: k - 1] = 1
+    board[(n - 1) * n: (n - 1) * n + k - 1] = -1
+    return game, game.state_from_board(board)
+
+
+@pytest.mark.parametrize("name", list(BOARDS))
+def test_symmetry_keeps_board_and_policy_aligned(name):
+    game, state = _win_position(name)
+    obs, legal = state.observation(), state.legal_mask()
+    pi = np.zeros(game.num_cells, dtype=np.float32)
+    pi[game.line_length - 1] = 1.0  # the winning move
+    g = len(game.symmetries)
+    perms = game.symmetries
+    obs2, legal2, pi2 = (apply_symmetries(np.repeat(x[None], g, 0), perms) for x in (obs, legal, pi))
+    for b, m, p, perm in zip(obs2, legal2, pi2, perms, strict=True):
+        mapped = game.state_from_board(b.astype(np.int8))
+        np.testing.assert_array_equal(m, mapped.legal_mask())  # legal cells go with the board
+        win = completing_moves(b[None].astype(np.int8), np.array([1], np.int8), m[None], game)[0]
+        assert list(np.flatnonzero(win)) == [int(np.argmax(p))] == [int(perm[game.line_length - 1])]
+    # and the replay buffer's augmentation does the same per sampled example
+    buf = ReplayBuffer(4, game.num_cells)
+    buf.add([(obs, legal, pi, 1.0)])
+    o, m, p, z = buf.sample(16, np.random.default_rng(0), game.symmetries)
+    for b, mm, pp in zip(o.numpy(), m.numpy(), p.numpy(), strict=True):
+        win = completing_moves(b[None].astype(np.int8), np.array([1], np.int8), mm[None], game)[0]
+        assert list(np.flatnonzero(win)) == [int(np.argmax(pp))]
+    assert (z == 1.0).all()
+
+
+def test_visit_policy_temperature():
+    node = Node(make_game("3x3").initial_state())
+    node.N = np.array([1.0, 0, 2, 0, 5, 0, 0, 0, 2])
+    np.testing.assert_allclose(visit_policy(node, 1.0, 9), node.N / 10)
+    np.testing.assert_array_equal(visit_policy(node, 0.0, 9), np.eye(9)[4])
+
+
+def test_network_shapes_structured_and_mlp():
+    game = make_game("4x4x4")
+    for kind in ("structured", "mlp"):
+        logits, v = PolicyValueNet(game, kind, [32])(torch.zeros(5, 64))
+        assert logits.shape == (5, 64) and v.shape == (5,) and (v.abs() <= 1).all()
+
+
+TINY = ["+experiment=alphazero_33", "episodes=20", "eval_every=10", "eval_games=4", "num_envs=10",
+        "eval_opponents=[random]", "agent.simulations=8", "agent.eval_simulations=8", "agent.batch_size=32"]
+
+
+def _weights(path):
+    return torch.load(path, weights_only=True)["model"]
+
+
+def test_train_smoke_determinism_resume_and_load(compose_train, tmp_path):
+    cfg = compose_train(TINY)
+    out = train(cfg)
+    ckpt = tmp_path / "run" / "checkpoint.pt"
+    assert ckpt.is_file() and out["episodes"] == 20
+    assert [r["games"] for r in out["results"] if r["seat"] == "both"] == [4]
+    assert json.loads((tmp_path / "run" / "final_eval.json").read_text()) == out
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"train/policy_loss", "train/value_loss", "train/episodes_per_sec", "eval/random/score"} <= tags
+    first = _weights(ckpt)
+    # the same seed gives the same network
+    again = compose_train([*TINY, f"run_dir={tmp_path / 'again'}"])
+    train(again)
+    second = _weights(tmp_path / "again" / "checkpoint.pt")
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    # 10 games, then resume to 20: the same network as 20 games in one go
+    train(compose_train([*TINY, f"run_dir={tmp_path / 'split'}", "episodes=10"]))
+    train(compose_train([*TINY, f"run_dir={tmp_path / 'split'}", "resume=true"]))
+    split = _weights(tmp_path / "split" / "checkpoint.pt")
+    assert all(torch.equal(first[k], split[k]) for k in first)
+    # the checkpoint loads as a player that ttt.benchmark and ttt.play can use; save round-trips
+    game = make_game("3x3")
+    player = load_player(ckpt)
+    assert isinstance(player, AlphaZeroPlayer) and player.simulations == 8
+    state = game.initial_state().apply(4)
+    move = player.act(state, np.random.default_rng(0))
+    assert state.is_legal(move)
+    values = player.action_values(state)
+    assert sorted(values) == state.legal_actions() and all(-1 <= v <= 1 for v in values.values())
+    player.save(tmp_path / "copy.pt")
+    assert load_player(tmp_path / "copy.pt").act(state, np.random.default_rng(0)) == move
+
+
+@pytest.mark.slow
+def test_alphazero_33_never_loses_to_perfect(compose_train):
+    cfg = compose_train(["+experiment=alphazero_33"])
+    out = train(cfg)
+    perfect = [r for r in out["results"] if r["opponent"] == "perfect"]
+    assert perfect and all(r["losses"] == 0 for r in perfect), perfect
+    game = make_game("3x3")
+    player = load_player(Path(cfg.run_dir) / "checkpoint.pt")
+    r = play_match(game, player, make_player("perfect", game), 200, seed=123)
+    assert r.both.losses == 0, r.summary()

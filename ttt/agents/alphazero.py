@@ -1,0 +1,439 @@
+"""AlphaZero: PUCT search guided by a policy-value network, trained on its own self-play games.
+
+Reads top to bottom: settings (``Config``), network, search, self-play, training loop, player.
+
+Search. Every simulation walks down from the root choosing the move with the largest
+
+    U(s, a) = Q(s, a) + c_puct * P(s, a) * sqrt(N_s) / (1 + N(s, a)),   N_s = sum_b N(s, b)
+
+(``sqrt(max(N_s, 1))``, so a node seen for the first time follows its prior; ``Q`` of an unvisited
+move is 0). The leaf is scored by the network, ``v(s)`` from the view of its player to move, or by
+its true result when the game is over there; the value is added to every move on the path with the
+sign of the player who chose it. In self-play Dirichlet noise is mixed into the root prior,
+``P = (1 - epsilon) P + epsilon Dir(alpha)``. All live games of a batch search in lock step, so
+each simulation costs one network call for the whole batch.
+
+Self-play. For the first ``temperature_moves`` moves of a game the move is drawn in proportion to
+the root visit counts (temperature 1), later it is the most visited move (temperature 0). Each
+position gives an example (board seen from the mover, pi, z): ``pi`` is the visit-count policy at
+that temperature (the visit distribution, or one-hot on the chosen move) and ``z`` the final result
+from the mover's view. Training samples from a replay buffer of recent examples; with ``augment``
+each sampled example is mapped by a random symmetry of the board, board and policy alike
+(``b'[sym[g, i]] = b[i]``, ``pi'[sym[g, i]] = pi[i]``).
+
+Network. A trunk from the ``network`` config group (``structured``: the line-detector layer of
+``ttt.nets.structured``, or ``mlp``), Tanh layers of sizes ``network.hidden``, then a policy head
+(one logit per cell; illegal cells masked) and a value head (Tanh, in [-1, 1]). Loss: cross-entropy
+of the policy against pi plus the squared error of the value against z.
+
+TensorBoard tags of this learner (besides ``eval/`` and ``train/episodes_per_sec``):
+``train/policy_loss`` and ``train/value_loss`` (means over the updates since the last log),
+``train/examples`` (examples in the replay buffer) and ``train/updates`` (gradient steps so far).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.games import BatchedGames, Game, State, make_game
+from ttt.players.base import Player
+
+
+@dataclass
+class Config:
+    """Settings of ``configs/agent/alphazero.yaml``. An episode is one self-play game."""
+
+    name: str = "alphazero"
+    simulations: int = 50  # PUCT simulations per self-play move
+    eval_simulations: int = 50  # PUCT simulations per move of the trained player (evaluation, play)
+    c_puct: float = 1.5
+    dirichlet_alpha: float = 0.3  # about 10 / (typical number of legal moves)
+    dirichlet_epsilon: float = 0.25
+    temperature_moves: int = 4  # moves per game drawn from the visit counts; then argmax of visits
+    batch_size: int = 128  # examples per gradient step
+    sample_reuse: float = 4.0  # gradient steps are chosen so each new example is drawn this often on average
+    buffer_size: int = 20000  # most recent examples kept
+    lr: float = 1e-3  # Adam
+    weight_decay: float = 1e-4
+    augment: bool = True  # random board symmetry per sampled example
+    policy_target: str = "played"  # "played": pi at the move's temperature; "visits": visit distribution
+
+
+# ---------------------------------------------------------------------------- network
+class PolicyValueNet(nn.Module):
+    """(N, cells) boards from the mover's view -> (N, cells) policy logits and (N,) values in [-1, 1]."""
+
+    def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
+                 detectors: int = 4, bias: bool = True) -> None:
+        super().__init__()
+        cells = game.num_cells
+        hidden = [int(h) for h in hidden]
+        if kind == "structured":
+            from ttt.nets.structured import StructuredLayer
+
+            first: nn.Module = StructuredLayer(torch.tensor(np.array(game.lines)), cells, int(detectors), bias=bias)
+            sizes = [first.out_features, *hidden]
+        elif kind == "mlp":
+            if not hidden:
+                raise ValueError("an mlp trunk needs at least one hidden layer")
+            first = nn.Linear(cells, hidden[0], bias=bias)
+            sizes = hidden
+        else:
+            raise ValueError(f"unknown network kind {kind!r}; choose 'structured' or 'mlp'")
+        layers: list[nn.Module] = [first, nn.Tanh()]
+        for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
+            layers += [nn.Linear(n_in, n_out, bias=bias), nn.Tanh()]
+        self.trunk = nn.Sequential(*layers)
+        self.policy = nn.Linear(sizes[-1], cells)  # heads keep their biases: priors and values need offsets
+        self.value = nn.Linear(sizes[-1], 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(x)
+        return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
+
+
+def build_net(game: Game, network: dict) -> PolicyValueNet:
+    """The network a ``network`` config (kind, hidden, detectors, bias) describes, for ``game``."""
+    return PolicyValueNet(game, str(network["kind"]), list(network["hidden"]), int(network.get("detectors", 4)),
+                          bool(network.get("bias", True)))
+
+
+def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """log-probabilities over the legal cells; illegal cells get a huge negative log-probability."""
+    return torch.log_softmax(logits.masked_fill(~legal, -1e9), dim=-1)
+
+
+# ---------------------------------------------------------------------------- search
+def puct_scores(q: np.ndarray, prior: np.ndarray, n: np.ndarray, c_puct: float) -> np.ndarray:
+    """U(s, a) = Q(s, a) + c_puct * P(s, a) * sqrt(N_s) / (1 + N(s, a)) with N_s = max(sum_b N(s, b), 1)."""
+    return q + c_puct * prior * math.sqrt(max(float(n.sum()), 1.0)) / (1.0 + n)
+
+
+class Node:
+    """A position of the search tree; statistics are per legal move, from the view of ``to_play``."""
+
+    __slots__ = ("state", "to_play", "actions", "prior", "N", "W", "children", "value")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.to_play = state.to_play()
+        self.actions = np.array(state.legal_actions(), dtype=np.int64)
+        self.prior: np.ndarray | None = None  # set when the network has evaluated the node
+        self.N = np.zeros(len(self.actions))
+        self.W = np.zeros(len(self.actions))
+        self.children: list[Node | None] = [None] * len(self.actions)
+        # the true result (+1 first player won, -1 second, 0 draw) when the game is over here
+        self.value: float | None = float(state.winner()) if state.is_terminal() else None
+
+    def q(self) -> np.ndarray:
+        return np.divide(self.W, self.N, out=np.zeros_like(self.W), where=self.N > 0)
+
+    def select(self, c_puct: float) -> int:
+        """Index (into ``actions``) of the move with the largest PUCT score."""
+        return int(np.argmax(puct_scores(self.q(), self.prior, self.N, c_puct)))
+
+    def child(self, idx: int) -> Node:
+        if self.children[idx] is None:
+            self.children[idx] = Node(self.state.apply(int(self.actions[idx])))
+        return self.children[idx]
+
+
+def backup(path: list[tuple[Node, int]], result: float) -> None:
+    """Add ``result`` (+1 first player won, -1 second, or a value on that scale) to every move on
+    ``path``, signed for the player who chose it."""
+    for node, idx in path:
+        node.N[idx] += 1.0
+        node.W[idx] += result * node.to_play
+
+
+@torch.no_grad()
+def evaluate_nodes(net: PolicyValueNet, nodes: list[Node]) -> np.ndarray:
+    """Set the priors of ``nodes`` from one network call; return their values as results on the
+    first player's scale (``v(s)`` is from the mover's view, so it is multiplied by ``to_play``)."""
+    if not nodes:
+        return np.zeros(0)
+    obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
+    signs = torch.as_tensor([float(n.to_play) for n in nodes])
+    obs = obs * signs[:, None]
+    legal = obs.new_zeros(obs.shape, dtype=torch.bool)
+    for i, n in enumerate(nodes):
+        legal[i, torch.as_tensor(n.actions)] = True
+    logits, v = net(obs)
+    probs = torch.softmax(logits.masked_fill(~legal, -1e9), dim=-1).numpy().astype(np.float64)
+    for i, n in enumerate(nodes):
+        n.prior = probs[i, n.actions]
+    return (v * signs).numpy().astype(np.float64)
+
+
+def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct: float,
+               rng: np.random.Generator | None = None, dirichlet_alpha: float = 0.3,
+               dirichlet_epsilon: float = 0.0) -> None:
+    """``simulations`` PUCT simulations from each root, in lock step (one network call per step).
+
+    With ``dirichlet_epsilon > 0`` (and ``rng``) Dirichlet noise is mixed into each root prior.
+    """
+    fresh = [r for r in roots if r.prior is None and r.value is None]
+    evaluate_nodes(net, fresh)
+    if dirichlet_epsilon > 0:
+        for r in roots:
+            if r.value is None:
+                noise = rng.dirichlet(np.full(len(r.actions), dirichlet_alpha))
+                r.prior = (1 - dirichlet_epsilon) * r.prior + dirichlet_epsilon * noise
+    live = [r for r in roots if r.value is None]
+    for _ in range(simulations):
+        paths, leaves = [], []
+        for root in live:
+            node, path = root, []
+            while node.value is None and node.prior is not None:
+                idx = node.select(c_puct)
+                path.append((node, idx))
+                node = node.child(idx)
+            paths.append(path)
+            leaves.append(node)
+        todo = [i for i, leaf in enumerate(leaves) if leaf.value is None]
+        values = evaluate_nodes(net, [leaves[i] for i in todo])
+        results = np.array([leaf.value if leaf.value is not None else 0.0 for leaf in leaves])
+        results[todo] = values
+        for path, r in zip(paths, results, strict=True):
+            backup(path, r)
+
+
+def visit_policy(root: Node, temperature: float, num_cells: int) -> np.ndarray:
+    """pi over all cells: visits^(1/T) normalised for T > 0; one-hot on the most visited move for T = 0."""
+    pi = np.zeros(num_cells)
+    if temperature > 0:
+        w = root.N ** (1.0 / temperature)
+        pi[root.actions] = w / w.sum()
+    else:
+        pi[root.actions[int(np.argmax(root.N))]] = 1.0
+    return pi
+
+
+# ---------------------------------------------------------------------------- symmetry augmentation
+def apply_symmetries(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """Map per-cell arrays by cell permutations: ``out[b, perms[b, i]] = x[b, i]``.
+
+    ``x`` (B, cells) boards, policies or legal masks; ``perms`` (B, cells) rows of ``Game.symmetries``.
+    """
+    out = np.empty_like(x)
+    np.put_along_axis(out, perms, x, axis=1)
+    return out
+
+
+# ---------------------------------------------------------------------------- self-play
+def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
+              rng: np.random.Generator) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, float]], np.ndarray]:
+    """Play ``num_games`` self-play games in parallel. Returns the examples (board from the mover's
+    view, legal mask, pi, z) and the winners."""
+    games = BatchedGames(game, num_games)
+    history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in range(num_games)]
+    ply = 0
+    while not games.done.all():
+        live = np.flatnonzero(~games.done)
+        roots = [Node(games.state(int(i))) for i in live]
+        run_search(net, roots, cfg.simulations, cfg.c_puct, rng, cfg.dirichlet_alpha, cfg.dirichlet_epsilon)
+        temperature = 1.0 if ply < cfg.temperature_moves else 0.0
+        actions = np.full(num_games, -1, dtype=np.int64)
+        obs = games.observation()
+        legal = games.legal_mask()
+        for i, root in zip(live, roots, strict=True):
+            pi = visit_policy(root, temperature, game.num_cells)
+            actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
+            target = visit_policy(root, 1.0, game.num_cells) if cfg.policy_target == "visits" else pi
+            history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
+        games.step(actions)
+        ply += 1
+    examples = [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
+    return examples, games.winner.copy()
+
+
+class ReplayBuffer:
+    """The most recent ``capacity`` examples as arrays (a ring)."""
+
+    def __init__(self, capacity: int, cells: int) -> None:
+        self.obs = np.zeros((capacity, cells), dtype=np.float32)
+        self.legal = np.zeros((capacity, cells), dtype=bool)
+        self.pi = np.zeros((capacity, cells), dtype=np.float32)
+        self.z = np.zeros(capacity, dtype=np.float32)
+        self.size = 0
+        self.pos = 0
+
+    def add(self, examples) -> None:
+        for o, m, pi, z in examples:
+            self.obs[self.pos], self.legal[self.pos], self.pi[self.pos], self.z[self.pos] = o, m, pi, z
+            self.pos = (self.pos + 1) % len(self.z)
+            self.size = min(self.size + 1, len(self.z))
+
+    def sample(self, n: int, rng: np.random.Generator, symmetries: np.ndarray | None):
+        idx = rng.integers(self.size, size=n)
+        obs, legal, pi = self.obs[idx], self.legal[idx], self.pi[idx]
+        if symmetries is not None:  # one random symmetry per example, the same for board, mask and policy
+            perms = symmetries[rng.integers(len(symmetries), size=n)]
+            obs, legal, pi = (apply_symmetries(x, perms) for x in (obs, legal, pi))
+        return (torch.as_tensor(obs), torch.as_tensor(legal), torch.as_tensor(pi), torch.as_tensor(self.z[idx]))
+
+    def state_dict(self) -> dict:
+        return {"obs": torch.as_tensor(self.obs[: self.size]), "legal": torch.as_tensor(self.legal[: self.size]),
+                "pi": torch.as_tensor(self.pi[: self.size]), "z": torch.as_tensor(self.z[: self.size]),
+                "pos": self.pos}
+
+    def load_state_dict(self, d: dict) -> None:
+        n = min(len(d["z"]), len(self.z))
+        self.obs[:n], self.legal[:n], self.pi[:n], self.z[:n] = (
+            d["obs"][:n].numpy(), d["legal"][:n].numpy(), d["pi"][:n].numpy(), d["z"][:n].numpy())
+        self.size, self.pos = n, int(d["pos"]) % len(self.z)
+
+
+def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[float, float]:
+    """One gradient step on (obs, legal, pi, z); returns (policy loss, value loss)."""
+    obs, legal, pi, z = batch
+    logits, v = net(obs)
+    policy_loss = -(pi * masked_log_softmax(logits, legal)).sum(-1).mean()
+    value_loss = ((v - z) ** 2).mean()
+    opt.zero_grad()
+    (policy_loss + value_loss).backward()
+    opt.step()
+    return policy_loss.item(), value_loss.item()
+
+
+# ---------------------------------------------------------------------------- training loop
+def train(cfg, run) -> dict:
+    """Self-play in batches of ``num_envs`` games, learning after each batch; evaluate every
+    ``eval_every`` games; checkpoint at every evaluation and at the end."""
+    from omegaconf import OmegaConf
+
+    acfg = Config(**OmegaConf.to_container(cfg.agent, resolve=True))
+    game = run.game
+    network = OmegaConf.to_container(cfg.network, resolve=True)
+    net = build_net(game, network)
+    opt = torch.optim.Adam(net.parameters(), lr=acfg.lr, weight_decay=acfg.weight_decay)
+    buffer = ReplayBuffer(acfg.buffer_size, game.num_cells)
+    rng = np.random.default_rng(int(cfg.seed))
+    symmetries = game.symmetries if acfg.augment else None
+    episode, updates = 0, 0
+    path = run.checkpoint_path()
+    if cfg.resume and path.is_file():
+        payload = load_checkpoint(path, kind="alphazero", game=game.name)
+        net.load_state_dict(payload["model"])
+        opt.load_state_dict(payload["optimizer"])
+        buffer.load_state_dict(payload["buffer"])
+        rng.bit_generator.state = payload["rng"]
+        torch.set_rng_state(payload["torch_rng"])
+        episode, updates = int(payload["episode"]), int(payload["updates"])
+
+    def checkpoint() -> None:
+        save_checkpoint(path, {**payload_of(net, game, acfg, network), "optimizer": opt.state_dict(),
+                               "buffer": buffer.state_dict(), "rng": rng.bit_generator.state,
+                               "torch_rng": torch.get_rng_state(), "episode": episode, "updates": updates})
+
+    def player() -> AlphaZeroPlayer:
+        return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, network)
+
+    total = int(cfg.episodes)
+    eval_every = int(cfg.eval_every)
+    losses: list[tuple[float, float]] = []
+    pl = vl = float("nan")
+    while episode < total:
+        n = min(max(int(cfg.num_envs), 1), total - episode)
+        net.eval()
+        examples, _ = self_play(net, game, n, acfg, rng)
+        buffer.add(examples)
+        net.train()
+        steps = math.ceil(len(examples) * acfg.sample_reuse / acfg.batch_size)
+        for _ in range(steps):
+            losses.append(update(net, opt, buffer.sample(acfg.batch_size, rng, symmetries)))
+        updates += steps
+        net.eval()
+        previous, episode = episode, episode + n
+        rate = run.log_rate(episode)
+        if losses:
+            pl, vl = np.mean(losses, axis=0)
+            run.log("train/policy_loss", pl, episode)
+            run.log("train/value_loss", vl, episode)
+            losses.clear()
+        run.log("train/examples", buffer.size, episode)
+        run.log("train/updates", updates, episode)
+        if eval_every > 0 and episode // eval_every > previous // eval_every and episode < total:
+            run.evaluate(player(), episode)
+            checkpoint()
+        run.progress(episode, f"{rate:.2f} games/s policy loss {pl:.3f} value loss {vl:.3f}")
+    net.eval()
+    results = run.evaluate(player(), episode)
+    checkpoint()
+    run.progress(episode, "done", force=True)
+    return run.write_final(results, {"updates": updates})
+
+
+# ---------------------------------------------------------------------------- player
+def payload_of(net: PolicyValueNet, game: Game, acfg: Config, network: dict) -> dict:
+    """The part of a checkpoint a player needs: weights and the settings that built them."""
+    from dataclasses import asdict
+
+    return {"kind": "alphazero", "game": game.name, "model": net.state_dict(), "agent": asdict(acfg),
+            "network": dict(network)}
+
+
+class AlphaZeroPlayer(Player):
+    """PUCT search with a trained network (no noise); plays the most visited move."""
+
+    name = "alphazero"
+
+    def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 50, c_puct: float = 1.5,
+                 agent_cfg: Config | None = None, network: dict | None = None) -> None:
+        super().__init__(game)
+        self.net = net.eval()
+        self.simulations = int(simulations)
+        self.c_puct = float(c_puct)
+        self.agent_cfg = agent_cfg or Config(simulations=self.simulations, eval_simulations=self.simulations,
+                                             c_puct=self.c_puct)
+        self.network = network  # the settings that built ``net`` (needed to save)
+
+    def search(self, states: list[State]) -> list[Node]:
+        roots = [Node(s) for s in states]
+        run_search(self.net, roots, self.simulations, self.c_puct)
+        return roots
+
+    def act(self, state: State, rng: np.random.Generator | None = None) -> int:
+        root = self.search([state])[0]
+        return int(root.actions[int(np.argmax(root.N))])
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator | None = None) -> np.ndarray:
+        actions = np.full(len(games), -1, dtype=np.int64)
+        live = np.flatnonzero(~games.done)
+        for i, root in zip(live, self.search([games.state(int(i)) for i in live]), strict=True):
+            actions[i] = root.actions[int(np.argmax(root.N))]
+        return actions
+
+    def action_values(self, state: State) -> dict[int, float]:
+        """Q of each legal move from the mover's view after a search; moves the search never
+        tried get the network's value of the position they lead to (negated: the opponent moves there)."""
+        root = self.search([state])[0]
+        q = root.q()
+        unvisited = [i for i in range(len(root.actions)) if root.N[i] == 0]
+        children = [root.child(i) for i in unvisited]
+        known = [c.value * root.to_play if c.value is not None else None for c in children]
+        values = evaluate_nodes(self.net, [c for c, k in zip(children, known, strict=True) if k is None])
+        it = iter(values)
+        for i, k in zip(unvisited, known, strict=True):
+            q[i] = k if k is not None else float(next(it)) * root.to_play
+        return {int(a): float(v) for a, v in zip(root.actions, q, strict=True)}
+
+    def save(self, path) -> None:
+        if self.network is None:
+            raise ValueError("this player does not know the settings of its network; pass network=...")
+        save_checkpoint(path, payload_of(self.net, self.game, self.agent_cfg, self.network))
+
+
+def player_from_checkpoint(payload: dict) -> AlphaZeroPlayer:
+    """The PUCT player of a loaded ``alphazero`` checkpoint (``eval_simulations`` per move)."""
+    game = make_game(payload["game"])
+    acfg = Config(**payload["agent"])
+    net = build_net(game, payload["network"])
+    net.load_state_dict(payload["model"])
+    return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, dict(payload["network"]))
