@@ -228,6 +228,15 @@ def test_random_legal_actions_uniform_and_legal():
     counts = np.bincount(a[:-1], minlength=9)
     assert counts[[0, 2, 3, 5, 6, 8]].sum() == 0
     assert np.all(np.abs(counts[[1, 4, 7]] - 20000) < 5 * np.sqrt(20000 * 2 / 3))
+    # two legal cells of 64: most rows go past the rejection rounds to the fallback
+    legal = np.zeros((40000, 64), dtype=bool)
+    legal[:, [5, 60]] = True
+    legal[::2, 33] = True  # half the rows have a third legal cell
+    a = random_legal_actions(legal, rng)
+    assert legal[np.arange(40000), a].all()
+    odd, even = np.bincount(a[1::2], minlength=64), np.bincount(a[::2], minlength=64)
+    assert abs(odd[5] - 10000) < 5 * np.sqrt(10000 / 2) and odd[5] + odd[60] == 20000
+    assert all(abs(even[c] - 20000 / 3) < 5 * np.sqrt(20000 * 2 / 9) for c in (5, 33, 60))
 
 
 def test_reset_and_set_state_round_trip():

@@ -156,11 +156,28 @@ class BatchedGames:
         self.last_action[idx] = -1
 
 
-def random_legal_actions(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One uniformly random legal action per row of a (B, cells) mask (-1 where none is legal)."""
-    # legal cells score in [1, 2), illegal ones in [0, 1): the argmax is a uniform legal cell
-    scores = rng.random(legal.shape, dtype=np.float32)
-    scores += legal
-    actions = scores.argmax(1)
-    actions[~legal.any(1)] = -1
+def random_legal_actions(legal: np.ndarray, rng: np.random.Generator, rounds: int = 8) -> np.ndarray:
+    """One uniformly random legal action per row of a (B, cells) mask (-1 where none is legal).
+
+    Rejection sampling: draw a uniform cell per row and redraw the rows where it is illegal, for a
+    few ``rounds``; rows still without a move (few legal cells) take the argmax of uniform scores
+    over their legal cells. Both steps are uniform over the legal cells, so the mixture is too, and
+    it draws far fewer random numbers than one score per cell.
+    """
+    b, c = legal.shape
+    actions = rng.integers(0, c, size=b)
+    todo = np.flatnonzero(~legal[np.arange(b), actions])
+    for _ in range(rounds):
+        if len(todo) == 0:
+            return actions
+        actions[todo] = rng.integers(0, c, size=len(todo))
+        todo = todo[~legal[todo, actions[todo]]]
+    if len(todo):
+        rest = legal[todo]
+        # legal cells score in [1, 2), illegal ones in [0, 1): the argmax is a uniform legal cell
+        scores = rng.random(rest.shape, dtype=np.float32)
+        scores += rest
+        pick = scores.argmax(1)
+        pick[~rest.any(1)] = -1
+        actions[todo] = pick
     return actions
