@@ -10,7 +10,7 @@ import pytest
 
 from ttt.agents import load_player
 from ttt.agents.q_learning import Config, QPlayer, make_store, next_value, play_episode, q_update
-from ttt.agents.tabular import DenseRows, SparseRows, exponential_epsilon, step_epsilon
+from ttt.agents.tabular import BoardKeys, DenseRows, SparseRows, exponential_epsilon, step_epsilon
 from ttt.agents.value_iteration import worst_result
 from ttt.evaluate import play_match
 from ttt.games import make_game
@@ -25,15 +25,16 @@ def test_min_max_switch_picks_each_seats_extremum_over_legal_actions_only():
     s_first = G3.state_from_board([1, -1, 0, -1, 1, 0, 0, 0, 0])
     h = G3.ternary_hash(s_first.array())
     store.values[h] = [9.0, -9.0, 0.3, 9.0, -9.0, -0.5, 0.1, 0.2, 0.0]  # occupied cells hold decoys
-    assert next_value(store, s_first, h, gamma=0.9) == pytest.approx(0.9 * 0.3)
+    identity = np.arange(9)
+    assert next_value(store, s_first, h, identity, gamma=0.9) == pytest.approx(0.9 * 0.3)
     # second player to move: the min over legal actions
     s_second = G3.state_from_board([1, -1, 0, 0, 1, 0, 0, 0, 0])
     h2 = G3.ternary_hash(s_second.array())
     store.values[h2] = [-9.0, 9.0, 0.3, -0.4, -9.0, 0.5, 0.1, 0.2, 0.0]
-    assert next_value(store, s_second, h2, gamma=0.9) == pytest.approx(0.9 * -0.4)
+    assert next_value(store, s_second, h2, identity, gamma=0.9) == pytest.approx(0.9 * -0.4)
     # a finished game is worth its winner, never bootstrapped
     won = G3.state_from_board([1, 1, 1, -1, -1, 0, 0, 0, 0])
-    assert next_value(store, won, G3.ternary_hash(won.array()), gamma=0.9) == 1.0
+    assert next_value(store, won, G3.ternary_hash(won.array()), identity, gamma=0.9) == 1.0
 
 
 def test_adaptive_learning_rate_hand_computed():
@@ -41,10 +42,11 @@ def test_adaptive_learning_rate_hand_computed():
     s = G3.state_from_board([1, 1, 0, -1, -1, 0, 0, 0, 0])
     h = G3.ternary_hash(s.array())
     nxt = s.apply(2)  # the first player completes the top row
-    h2 = G3.ternary_hash(nxt.array())
-    q_update(store, h, 2, nxt, h2, gamma=0.9, alpha0=0.5, adapt_rate=0.5)
+    target = next_value(store, nxt, G3.ternary_hash(nxt.array()), np.arange(9), gamma=0.9)
+    assert target == 1.0
+    q_update(store, h, 2, target, alpha0=0.5, adapt_rate=0.5)
     assert store.values[h, 2] == pytest.approx(0.5)  # alpha = 0.5 / (1 + 0 * 0.5)
-    q_update(store, h, 2, nxt, h2, gamma=0.9, alpha0=0.5, adapt_rate=0.5)
+    q_update(store, h, 2, target, alpha0=0.5, adapt_rate=0.5)
     assert store.values[h, 2] == pytest.approx(0.5 + 0.5 / 1.5 * 0.5)  # alpha = 0.5 / (1 + 1 * 0.5)
     assert store.counts[h, 2] == 2
 
@@ -63,9 +65,27 @@ def test_dense_for_3x3_sparse_for_4x4_holding_only_visited_states():
     store = make_store(g4)
     assert isinstance(store, SparseRows)
     rng = np.random.default_rng(0)
-    moves = sum(play_episode(g4, store, 1.0, Config(), rng)[1] for _ in range(50))
+    moves = sum(play_episode(g4, BoardKeys(g4, symmetric=False), store, 1.0, Config(), rng)[1] for _ in range(50))
     assert 16 <= len(store) <= moves  # one row per state a move was taken from (the start is shared)
     assert store.nbytes() < 2 * 2**20
+
+
+def test_symmetric_keys_store_symmetric_states_once_with_actions_mapped():
+    g4 = make_game("4x4")
+    player = QPlayer(g4, make_store(g4), symmetric=True)
+    moves = [0, 5, 3, 10, 6]
+    for perm in g4.symmetries:  # the same game under all 32 symmetries
+        states = [g4.initial_state()]
+        for a in moves:
+            states.append(states[-1].apply(int(perm[a])))
+        player.learn_from_game(states)
+    assert len(player.store) == len(moves)  # one row per position, not 32
+    s = g4.initial_state().apply(0)
+    for perm in g4.symmetries:  # every image of a position sees the same values on the mapped cells
+        image = g4.initial_state().apply(int(perm[0]))
+        values, image_values = player.action_values(s), player.action_values(image)
+        assert all(values[a] == image_values[int(perm[a])] for a in values)
+    assert int(player.store.counts.sum()) == 32 * len(moves)  # every update landed in those rows
 
 
 def test_same_seed_same_table(compose_train):

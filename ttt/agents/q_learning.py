@@ -18,7 +18,9 @@ minimises it). Exploration schedules: ``exponential`` (epsilon = eps0 * exp(-kap
 
 Storage (``storage: auto``): a dense table indexed by the ternary hash when it holds at most
 ``dense_limit_mb`` (3x3: 3^9 rows x 9 actions), else a sparse store holding only visited states
-(4x4: a dense table would be 3^16 x 16 float64, about 5.5 GB).
+(4x4: a dense table would be 3^16 x 16 float64, about 5.5 GB). With ``symmetric: true`` a state is
+stored once per symmetry class: the row of its canonical image (``Game.canonical_key``), its actions
+mapped through the symmetry that produced the image (4x4: 32 symmetries).
 
 Logged scalars (besides ``eval/``): ``train/epsilon``, ``train/episodes_per_sec``, ``train/td_loss``
 (mean squared TD error of the updates since the last log), ``train/states`` (rows updated at least
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ttt.agents.tabular import (
+    BoardKeys,
     DenseRows,
     SparseRows,
     TablePlayer,
@@ -60,6 +63,7 @@ class Config:
     step_factor: float = 0.9  # step decay: epsilon *= step_factor every step_every episodes
     step_every: int = 10000
     storage: str = "auto"  # auto | dense | sparse
+    symmetric: bool = False  # one row per symmetry class of states
     dense_limit_mb: float = 64.0  # auto: dense when the table fits in this
     log_every: int = 1000  # episodes between train/* scalars
 
@@ -86,25 +90,24 @@ def make_store(game: Game, storage: str = "auto", dense_limit_mb: float = 64.0) 
     raise ValueError(f"q_learning: storage must be 'auto', 'dense' or 'sparse', got {storage!r}")
 
 
-def next_value(store, next_state: State, next_key: int, gamma: float) -> float:
+def next_value(store, next_state: State, next_key: int, next_cols: np.ndarray, gamma: float) -> float:
     """The bootstrap target from ``next_state``: its winner if over, else gamma times the max (first
-    player to move) or min (second player to move) of Q over its legal actions only."""
+    player to move) or min (second player to move) of Q over its legal actions only. ``next_cols``
+    maps actions to the columns of the state's row (the identity without symmetry keys)."""
     if next_state.is_terminal():
         return float(next_state.winner())
-    q = store.get(next_key)[next_state.legal_actions()]
+    q = store.get(next_key)[next_cols[next_state.legal_actions()]]
     return gamma * float(q.max() if next_state.to_play() == FIRST else q.min())
 
 
-def q_update(store, key: int, action: int, next_state: State, next_key: int,
-             gamma: float, alpha0: float, adapt_rate: float) -> float:
-    """One Q-learning update of (key, action); returns the TD error."""
-    target = next_value(store, next_state, next_key, gamma)
+def q_update(store, key: int, col: int, target: float, alpha0: float, adapt_rate: float) -> float:
+    """Move Q(key, col) toward ``target`` with alpha = alpha0 / (1 + count * adapt_rate); returns the TD error."""
     r = store.row(key)
-    count = int(store.counts[r, action])
-    q = float(store.values[r, action])
+    count = int(store.counts[r, col])
+    q = float(store.values[r, col])
     delta = target - q
-    store.values[r, action] = q + alpha0 / (1.0 + count * adapt_rate) * delta
-    store.counts[r, action] = count + 1
+    store.values[r, col] = q + alpha0 / (1.0 + count * adapt_rate) * delta
+    store.counts[r, col] = count + 1
     return delta
 
 
@@ -115,34 +118,40 @@ class QPlayer(TablePlayer):
     """
 
     def __init__(self, game: Game, store, gamma: float = 0.9, alpha0: float = 0.5, adapt_rate: float = 0.05,
-                 epsilon: float = 0.0, meta: dict | None = None) -> None:
+                 symmetric: bool = False, epsilon: float = 0.0, meta: dict | None = None) -> None:
         super().__init__(game, epsilon)
         self.store, self.gamma, self.alpha0, self.adapt_rate = store, gamma, alpha0, adapt_rate
+        self.symmetric = symmetric
+        self.keys = BoardKeys(game, symmetric)
         self.meta = dict(meta or {})
 
     def move_values(self, board: np.ndarray, to_play: int, legal: np.ndarray) -> np.ndarray:
-        return self.store.get(self.game.ternary_hash(board)) * to_play
+        key, cols = self.keys.locate(self.keys.images(board))
+        return self.store.get(key)[cols] * to_play
 
     def learn_from_game(self, states: list[State]) -> bool:
-        keys = [self.game.ternary_hash(s.array()) for s in states]
+        located = [self.keys.locate(self.keys.images(s.array())) for s in states]
         for i in range(len(states) - 1):
-            q_update(self.store, keys[i], states[i + 1].last_action, states[i + 1], keys[i + 1],
-                     self.gamma, self.alpha0, self.adapt_rate)
+            (key, cols), (next_key, next_cols) = located[i], located[i + 1]
+            target = next_value(self.store, states[i + 1], next_key, next_cols, self.gamma)
+            q_update(self.store, key, int(cols[states[i + 1].last_action]), target, self.alpha0, self.adapt_rate)
         return True
 
     def checkpoint(self) -> dict:
         keys, q, counts = self.store.to_arrays()
         return {"kind": "q_learning", "game": self.game.name, "keys": keys, "q": q, "counts": counts,
-                "gamma": self.gamma, "alpha0": self.alpha0, "adapt_rate": self.adapt_rate, **self.meta}
+                "gamma": self.gamma, "alpha0": self.alpha0, "adapt_rate": self.adapt_rate,
+                "symmetric": self.symmetric, **self.meta}
 
     def save(self, path) -> None:
         save_checkpoint(path, self.checkpoint())
 
 
-def play_episode(game: Game, store, epsilon: float, a, rng: np.random.Generator) -> tuple[float, int]:
+def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.random.Generator) -> tuple[float, int]:
     """One self-play game, updating after every move; returns (sum of squared TD errors, moves)."""
     state = game.initial_state()
-    key = 0
+    images = np.zeros(keys.weights.shape[1], dtype=np.int64)  # the empty board's image hashes
+    key, cols = keys.locate(images)
     sq = 0.0
     moves = 0
     while not state.is_terminal():
@@ -151,13 +160,15 @@ def play_episode(game: Game, store, epsilon: float, a, rng: np.random.Generator)
         if rng.random() < epsilon:
             action = legal[rng.integers(len(legal))]
         else:
-            action = legal[greedy_index(store.get(key)[legal] * mover, rng)]
+            action = legal[greedy_index(store.get(key)[cols[legal]] * mover, rng)]
         nxt = state.apply(action)
-        next_key = key + piece_digit(mover) * 3**action  # the ternary hash, one digit changed
-        delta = q_update(store, key, action, nxt, next_key, a.gamma, a.alpha0, a.adapt_rate)
+        images = images + piece_digit(mover) * keys.weights[action]  # one digit changes in every image
+        next_key, next_cols = keys.locate(images)
+        target = next_value(store, nxt, next_key, next_cols, a.gamma)
+        delta = q_update(store, key, int(cols[action]), target, a.alpha0, a.adapt_rate)
         sq += delta * delta
         moves += 1
-        state, key = nxt, next_key
+        state, key, cols = nxt, next_key, next_cols
     return sq, moves
 
 
@@ -175,7 +186,7 @@ def train(cfg, run) -> dict:
         store.load_arrays(payload["keys"], payload["q"], payload["counts"])
         start = int(payload["episode"])
         rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
-    player = QPlayer(game, store, a.gamma, a.alpha0, a.adapt_rate)
+    player = QPlayer(game, store, a.gamma, a.alpha0, a.adapt_rate, a.symmetric)
 
     def save(episode: int) -> None:
         player.meta = {"episode": episode, "config": run.config_dict()}
@@ -188,7 +199,7 @@ def train(cfg, run) -> dict:
     eps = epsilon_at(a, start)
     for ep in range(start, episodes):
         eps = epsilon_at(a, ep)
-        sq, moves = play_episode(game, store, eps, a, rng)
+        sq, moves = play_episode(game, player.keys, store, eps, a, rng)
         sq_sum, updates = sq_sum + sq, updates + moves
         done = ep + 1
         if done % log_every == 0 or done == episodes:
@@ -221,4 +232,4 @@ def player_from_checkpoint(payload: dict) -> QPlayer:
     store.load_arrays(payload["keys"], payload["q"], payload["counts"])
     meta = {k: payload[k] for k in ("episode", "config") if k in payload}
     return QPlayer(game, store, float(payload["gamma"]), float(payload["alpha0"]), float(payload["adapt_rate"]),
-                   meta=meta)
+                   bool(payload.get("symmetric", False)), meta=meta)

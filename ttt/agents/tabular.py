@@ -50,10 +50,12 @@ class BoardKeys:
     of a board is the smallest of its image hashes, exactly ``Game.canonical_key``.
     """
 
-    def __init__(self, game: Game) -> None:
+    def __init__(self, game: Game, symmetric: bool = True) -> None:
         check_board(game, "BoardKeys")
         self.game = game
-        sym = game.symmetries
+        sym = game.symmetries if symmetric else game.symmetries[:1]  # row 0 is the identity
+        # inverse[g, a]: where image g puts cell a, i.e. the column of action a in a canonical row
+        self.inverse = np.argsort(sym, axis=1)
         g_idx = np.repeat(np.arange(len(sym)), game.num_cells)
         self.weights = np.zeros((game.num_cells, len(sym)), dtype=np.int64)
         self.weights[sym.ravel(), g_idx] = np.tile(3 ** np.arange(game.num_cells, dtype=np.int64), len(sym))
@@ -70,6 +72,11 @@ class BoardKeys:
     def key(self, board: np.ndarray) -> int:
         """The canonical key of one board."""
         return int(self.images(board).min())
+
+    def locate(self, images: np.ndarray) -> tuple[int, np.ndarray]:
+        """(canonical key, column of each action in the canonical row) of a board's image hashes."""
+        g = int(images.argmin())
+        return int(images[g]), self.inverse[g]
 
 
 # ---------------------------------------------------------------------- exploration schedules
