@@ -258,3 +258,19 @@ def test_learns_to_beat_random_on_3x3():
     # random vs random scores 0.5 over both seats; after 3,000 games it wins clearly from both seats
     assert after.both.score > 0.8 > before
     assert after.first.win_rate > 0.8 and after.second.score > 0.6
+
+
+def test_a_winning_afterstate_scores_its_reward_exactly():
+    game = make_game("4x4x4")
+    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
+    state = game.initial_state()
+    for a in [0, 20, 1, 40, 2, 60]:
+        state = state.apply(a)
+    games = BatchedGames(game, 1)
+    games.set_state(0, state)
+    exact = afterstate_values(net, games, np.array([0]))[0]
+    estimate = afterstate_values(net, games, np.array([0]), exact_wins=False)[0]
+    assert float(exact[3]) == 1.0 and float(estimate[3]) < 1.0
+    others = [a for a in state.legal_actions() if a != 3]
+    assert torch.equal(exact[others], estimate[others])
+    assert DQNPlayer(game, net).act(state, np.random.default_rng(0)) == 3

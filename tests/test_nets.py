@@ -109,3 +109,18 @@ def test_xavier_initialisation_bounds():
     assert net.first.weight.abs().max() <= bound
     hidden = net.rest[0].weight
     assert hidden.abs().max() <= (6 / (304 + 32)) ** 0.5
+
+
+def test_without_biases_the_network_is_odd_in_the_board():
+    # V(-s) = -V(s): why a bias-free network cannot value "my threat, opponent to move" (about 0, it
+    # gets blocked) and its negation "opponent's threat, opponent to move" (-1, it wins) at once
+    game = make_game("4x4x4")
+    boards = torch.randint(-1, 2, (8, 64)).float()
+    no_bias = build_value_net(network_cfg("structured_deep"), game)
+    torch.testing.assert_close(no_bias(-boards), -no_bias(boards))
+    with_bias = build_value_net(network_cfg("structured_deep", bias=True), game)
+    with torch.no_grad():
+        for module in with_bias.modules():
+            if getattr(module, "bias", None) is not None:
+                module.bias.fill_(0.1)
+    assert not torch.allclose(with_bias(-boards), -with_bias(boards))

@@ -42,6 +42,7 @@ from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer, Player
+from ttt.players.fixed import completing_moves
 from ttt.training import OPPONENT_PHASES, Run
 
 
@@ -65,6 +66,7 @@ class Config:
     frozen_epsilon: float = 0.0  # the frozen copy's own exploration
     benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
+    exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
 
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
@@ -99,14 +101,20 @@ def make_optimizer(a, net: torch.nn.Module) -> torch.optim.Optimizer:
 
 # ---------------------------------------------------------------------------------- move selection
 @torch.inference_mode()
-def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray) -> torch.Tensor:
+def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, exact_wins: bool = True) -> torch.Tensor:
     """(len(rows), cells) values of every legal afterstate of the games ``rows``, -inf where illegal.
 
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
+    With ``exact_wins`` a move that completes a line scores its reward, +1: a terminal afterstate's
+    value is the reward, not an estimate (a tanh output only approaches 1, and a position one move
+    from a win is worth gamma, so the estimate alone ranks them too close).
     """
-    boards = torch.from_numpy((games.board[rows] * games.to_play[rows, None]).astype(np.float32))
-    legal = torch.from_numpy(games.legal_mask()[rows])
-    return net.afterstate_values(boards, legal)
+    board, to_play, legal = games.board[rows], games.to_play[rows], games.legal_mask()[rows]
+    boards = torch.from_numpy((board * to_play[:, None]).astype(np.float32))
+    values = net.afterstate_values(boards, torch.from_numpy(legal))
+    if exact_wins:
+        values[torch.from_numpy(completing_moves(board, to_play, legal, games.game))] = 1.0
+    return values
 
 
 def epsilon_greedy(values: torch.Tensor, epsilon: float, rng: np.random.Generator) -> np.ndarray:
@@ -188,7 +196,7 @@ class Trainer:
         learn = self.learner_mask()
         lrn = np.flatnonzero(learn)
         chosen = np.full(len(g), -1, dtype=np.int64)
-        values = afterstate_values(self.net, g, lrn) if len(lrn) else None
+        values = afterstate_values(self.net, g, lrn, self.a.exact_wins) if len(lrn) else None
         if actions is not None:
             chosen[:] = actions
         else:
@@ -252,7 +260,8 @@ class Trainer:
         pick = rows[kinds == OPPONENT_PHASES["frozen"]]
         if len(pick):
             # the frozen copy picks its own best move: the argmax of its afterstate values
-            chosen[pick] = epsilon_greedy(afterstate_values(self.frozen, g, pick), self.a.frozen_epsilon, rng)
+            values = afterstate_values(self.frozen, g, pick, self.a.exact_wins)
+            chosen[pick] = epsilon_greedy(values, self.a.frozen_epsilon, rng)
 
     def _update(self, obs: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> None:
         """One optimiser step on the TD targets of this ply (targets are constants: detached)."""
@@ -335,11 +344,13 @@ def train(cfg: DictConfig, run: Run) -> dict:
     run.log_rate(trainer.episodes)
 
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, OmegaConf.to_container(cfg.network, resolve=True))
+        return DQNPlayer(run.game, trainer.net, OmegaConf.to_container(cfg.network, resolve=True),
+                         bool(a.exact_wins))
 
     def save() -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
                                "network": OmegaConf.to_container(cfg.network, resolve=True),
+                               "exact_wins": bool(a.exact_wins),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
@@ -383,16 +394,17 @@ class DQNPlayer(Player):
 
     name = "dqn"
 
-    def __init__(self, game: Game, net: ValueNet, network: dict | None = None) -> None:
+    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, exact_wins: bool = True) -> None:
         super().__init__(game)
         self.net = net
         self.network = network
+        self.exact_wins = exact_wins
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         actions = np.full(len(games), -1, dtype=np.int64)
         live = np.flatnonzero(~games.done)
         if len(live):
-            actions[live] = afterstate_values(self.net, games, live).numpy().argmax(1)
+            actions[live] = afterstate_values(self.net, games, live, self.exact_wins).numpy().argmax(1)
         return actions
 
     def act(self, state: State, rng: np.random.Generator) -> int:
@@ -403,12 +415,12 @@ class DQNPlayer(Player):
     def action_values(self, state: State) -> dict[int, float]:
         games = BatchedGames(self.game, 1)
         games.set_state(0, state)
-        values = afterstate_values(self.net, games, np.array([0]))[0]
+        values = afterstate_values(self.net, games, np.array([0]), self.exact_wins)[0]
         return {a: float(values[a]) for a in state.legal_actions()}
 
     def save(self, path) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": self.game.name, "network": self.network,
-                               "weights": self.net.state_dict()})
+                               "exact_wins": self.exact_wins, "weights": self.net.state_dict()})
 
 
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
@@ -417,7 +429,7 @@ def player_from_checkpoint(payload: dict) -> DQNPlayer:
     net = build_value_net(OmegaConf.create(payload["network"]), game)
     net.load_state_dict(payload["weights"])
     net.eval()
-    return DQNPlayer(game, net, payload["network"])
+    return DQNPlayer(game, net, payload["network"], bool(payload.get("exact_wins", True)))
 
 
 # ------------------------------------------------------------------------------------- throughput
