@@ -86,7 +86,7 @@ def make_store(game: Game, storage: str = "auto", dense_limit_mb: float = 64.0) 
     if storage == "dense":
         return DenseRows(rows, game.num_cells)
     if storage == "sparse":
-        return SparseRows(game.num_cells)
+        return SparseRows(game.num_cells, dtype=np.float32)  # half the memory; Q needs no more precision
     raise ValueError(f"q_learning: storage must be 'auto', 'dense' or 'sparse', got {storage!r}")
 
 

@@ -135,9 +135,10 @@ class SparseRows:
         r = self.index.get(key)
         if r is None:
             r = len(self.index)
-            if r == len(self.values):
-                self.values = np.concatenate([self.values, np.zeros_like(self.values)])
-                self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)])
+            if r == len(self.values):  # grow by half: doubling would leave up to half the rows unused
+                extra = len(self.values) // 2 + 1
+                self.values = np.concatenate([self.values, np.zeros((extra, self.values.shape[1]), self.values.dtype)])
+                self.counts = np.concatenate([self.counts, np.zeros((extra, self.counts.shape[1]), self.counts.dtype)])
             self.index[key] = r
         return r
 
