@@ -195,3 +195,17 @@ def test_alphazero_33_never_loses_to_perfect(compose_train):
     player = load_player(Path(cfg.run_dir) / "checkpoint.pt")
     r = play_match(game, player, make_player("perfect", game), 200, seed=123)
     assert r.both.losses == 0, r.summary()
+
+
+@pytest.mark.parametrize("name,board,kind", [("alphazero_33", "3x3", "mlp"), ("alphazero_444", "4x4x4", "structured")])
+def test_experiments_compose_and_build(compose_train, name, board, kind):
+    from omegaconf import OmegaConf
+
+    from ttt.agents.alphazero import Config, build_net
+
+    cfg = compose_train([f"+experiment={name}"])
+    assert cfg.game.name == board and cfg.agent.name == "alphazero" and cfg.network.kind == kind
+    Config(**OmegaConf.to_container(cfg.agent))  # every key is a setting of the learner
+    net = build_net(make_game(board), OmegaConf.to_container(cfg.network))
+    logits, v = net(torch.zeros(2, make_game(board).num_cells))
+    assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)

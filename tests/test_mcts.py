@@ -148,3 +148,12 @@ def test_beats_benchmark_on_4x4x4():
     game = make_game("4x4x4")
     r = play_match(game, make_player("mcts", game, simulations=1000), make_player("benchmark", game), 40, seed=1)
     assert r.both.score > 0.75, r.summary()
+
+
+def test_player_spec_for_benchmark_and_play():
+    from ttt.benchmark import load_agents
+
+    game, [(label, player)] = load_agents(["mcts:200"], "4x4x4")
+    assert isinstance(player, MCTSPlayer) and player.simulations == 200 and game.name == "4x4x4"
+    _, [(_, player)] = load_agents(["mcts:simulations=50:c=1.0:rollout=benchmark"], "3x3")
+    assert (player.simulations, player.c, player.rollout) == (50, 1.0, "benchmark")
