@@ -58,7 +58,7 @@ class StructuredLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         cells = x[:, self.lines]  # (N, L, k): the cells of every line
-        out = torch.einsum("nlk,lkd->nld", cells, self.weight).reshape(x.shape[0], -1)
+        out = torch.einsum("nlk,lkd->nld", cells, self.weight).reshape(x.shape[0], self.out_features)
         return out if self.bias is None else out + self.bias
 
     def dense_weight(self) -> torch.Tensor:
@@ -122,7 +122,7 @@ class ValueNet(nn.Module):
         w_next = nxt.weight.view(-1, num_lines, d).permute(1, 2, 0)  # (L, D, H)
         # an own piece at position j of line l adds weight[l, j] to that line's detectors
         delta = torch.tanh(pre + first.weight.unsqueeze(0)) - act  # (E, L, k, D)
-        delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, -1)
+        delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, z.shape[1])
         z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
         z_after.index_add_(1, first.lines.reshape(-1), delta_z)
         values = self.rest[1:](z_after).squeeze(-1) if len(self.rest) > 1 else z_after.squeeze(-1)
