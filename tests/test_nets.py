@@ -57,7 +57,7 @@ def test_structured_layer_equals_masked_dense_linear():
     # the dense weight is zero outside the blocks: detector unit l*4+j sees only the cells of line l
     mask = torch.zeros(304, 64, dtype=torch.bool)
     for li, line in enumerate(game.lines):
-        mask[li * 4:(li + 1) * 4, line] = True
+        mask[li * 4:(li + 1) * 4, line.tolist()] = True
     assert (dense.weight[~mask] == 0).all() and (dense.weight[mask] != 0).all()
 
 
@@ -72,7 +72,7 @@ def test_gradients_never_touch_off_block_entries():
     dense(x).pow(2).sum().backward()
     mask = torch.zeros(304, 64, dtype=torch.bool)
     for li, line in enumerate(game.lines):
-        mask[li * 4:(li + 1) * 4, line] = True
+        mask[li * 4:(li + 1) * 4, line.tolist()] = True
     # the layer's gradient, laid out densely, is the dense gradient restricted to the blocks
     laid_out = torch.zeros(76, 64, 4)
     laid_out[torch.arange(76)[:, None], torch.tensor(game.lines)] = layer.weight.grad
