@@ -274,3 +274,20 @@ def test_a_winning_afterstate_scores_its_reward_exactly():
     others = [a for a in state.legal_actions() if a != 3]
     assert torch.equal(exact[others], estimate[others])
     assert DQNPlayer(game, net).act(state, np.random.default_rng(0)) == 3
+
+
+def test_learn_from_game_replays_both_seats_through_the_td_rule():
+    game = make_game("3x3")
+    torch.manual_seed(0)
+    player = DQNPlayer(game, make_trainer().net)
+    states = [game.initial_state()]
+    for a in X_BEATS_O[0]:
+        states.append(states[-1].apply(a))
+    loser_view = torch.from_numpy(view([4, 8], [0, 1]))[None]
+    with torch.no_grad():
+        before = float(player.net(loser_view)[0])
+    for _ in range(20):
+        assert player.learn_from_game(states)
+    with torch.no_grad():
+        after = float(player.net(loser_view)[0])
+    assert after < before - 0.1  # O's last afterstate before X's win moves toward -1

@@ -136,12 +136,13 @@ class Trainer:
     ended. Everything it needs to continue is in ``state_dict()``.
     """
 
-    def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng: np.random.Generator) -> None:
+    def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng: np.random.Generator,
+                 net: ValueNet | None = None) -> None:
         # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
         agent_cfg = agent_cfg if isinstance(agent_cfg, Config) else Config(**OmegaConf.to_container(agent_cfg))
         check_config(agent_cfg)
         self.game, self.a, self.rng = game, agent_cfg, rng
-        self.net = build_value_net(network_cfg, game)
+        self.net = build_value_net(network_cfg, game) if net is None else net
         self.optimizer = make_optimizer(agent_cfg, self.net)
         self.frozen: ValueNet | None = None
         self.frozen_taken_at = -1
@@ -399,6 +400,7 @@ class DQNPlayer(Player):
         self.net = net
         self.network = network
         self.exact_wins = exact_wins
+        self._learner: Trainer | None = None
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         actions = np.full(len(games), -1, dtype=np.int64)
@@ -411,6 +413,15 @@ class DQNPlayer(Player):
         games = BatchedGames(self.game, 1)
         games.set_state(0, state)
         return int(self.act_batch(games, rng)[0])
+
+    def learn_from_game(self, states: list[State]) -> bool:
+        """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
+        if self._learner is None:
+            cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=self.exact_wins)
+            self._learner = Trainer(self.game, None, cfg, 1, np.random.default_rng(0), net=self.net)
+        for state in states[1:]:
+            self._learner.step(np.array([state.last_action]))
+        return True
 
     def action_values(self, state: State) -> dict[int, float]:
         games = BatchedGames(self.game, 1)
