@@ -291,3 +291,13 @@ def test_learn_from_game_replays_both_seats_through_the_td_rule():
     with torch.no_grad():
         after = float(player.net(loser_view)[0])
     assert after < before - 0.1  # O's last afterstate before X's win moves toward -1
+
+
+def test_symmetry_augmentation_trains_on_symmetric_images_of_the_afterstates():
+    trainer = make_trainer(lr=0.1, seats=[1], symmetry_augment=True)
+    seen = []
+    trainer.net.register_forward_pre_hook(lambda module, args: seen.append(args[0].numpy().copy()))
+    play_script(trainer, X_WINS[0])
+    _, obs, _ = trainer.last_batch  # the rows of the last ply, before augmentation
+    images = {tuple(o[p]) for o in obs for p in make_game("3x3").symmetries}
+    assert len(seen[-1]) == len(obs) and all(tuple(row) in images for row in seen[-1])

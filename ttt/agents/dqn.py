@@ -67,6 +67,7 @@ class Config:
     benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
+    symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
@@ -269,6 +270,11 @@ class Trainer:
         self.last_batch = (rows, obs, targets)
         if len(targets) == 0:
             return
+        if self.a.symmetry_augment:
+            # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
+            # of every line in an orbit then learn from a threat seen on any of them
+            perms = self.game.symmetries[self.rng.integers(len(self.game.symmetries), size=len(obs))]
+            obs = obs[np.arange(len(obs))[:, None], perms]
         pred = self.net(torch.from_numpy(obs))
         target = torch.from_numpy(targets)
         loss = F.huber_loss(pred, target) if self.a.loss == "huber" else F.mse_loss(pred, target)
