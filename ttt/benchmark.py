@@ -38,7 +38,7 @@ from ttt.config import GameConfig
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import BOARDS, Game, make_game
-from ttt.players import PLAYERS, Player, _load_optional, make_player
+from ttt.players import PLAYERS, Player, make_player, registered_players
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
@@ -130,7 +130,7 @@ def _option_names(name: str) -> list[str]:
 
 def check_player_name(name: str) -> None:
     """Raise a one-line ValueError when ``name`` is not a known player."""
-    _load_optional()  # search players join the registry when their modules are imported
+    registered_players()  # search players join the registry when their modules are imported
     if name not in PLAYERS:
         raise ValueError(f"unknown player {name!r}; choose one of {', '.join(sorted(PLAYERS))} or a checkpoint path")
 

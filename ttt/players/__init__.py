@@ -15,9 +15,15 @@ PLAYERS: dict[str, Callable[..., Player]] = {
 }
 
 
+def registered_players() -> dict[str, Callable[..., Player]]:
+    """Every player that can be made by name (search players included), name -> factory."""
+    _load_optional()
+    return PLAYERS
+
+
 def make_player(name: str, game: Game, **options) -> Player:
     """A fixed or search player by name, e.g. ``make_player("alphabeta", game, depth=2)``."""
-    _load_optional()
+    registered_players()
     if name not in PLAYERS:
         raise ValueError(f"unknown player {name!r}; choose one of {', '.join(sorted(PLAYERS))}")
     return PLAYERS[name](game, **options)
@@ -35,4 +41,4 @@ def _load_optional() -> None:
                 raise
 
 
-__all__ = ["PLAYERS", "BenchmarkPlayer", "Player", "RandomPlayer", "make_player"]
+__all__ = ["PLAYERS", "BenchmarkPlayer", "Player", "RandomPlayer", "make_player", "registered_players"]
