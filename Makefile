@@ -27,7 +27,7 @@ test-all: setup
 	$(BIN)/python -m pytest -m ""
 
 lint: setup
-	$(BIN)/ruff check ttt tests
+	$(BIN)/ruff check ttt tests experiments
 
 perf: setup
 	$(BIN)/python -m ttt.perf
