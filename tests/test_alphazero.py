@@ -209,3 +209,11 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
     net = build_net(make_game(board), OmegaConf.to_container(cfg.network))
     logits, v = net(torch.zeros(2, make_game(board).num_cells))
     assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)
+
+
+@pytest.mark.slow
+def test_alphazero_444_beats_random(compose_train):
+    out = train(compose_train(["+experiment=alphazero_444"]))
+    both = {r["opponent"]: r for r in out["results"] if r["seat"] == "both"}
+    assert both["random"]["win_rate"] >= 0.99, both["random"]
+    assert "benchmark" in both  # its score against the benchmark player is reported, not bounded
