@@ -117,12 +117,16 @@ class Run:
         self.writer.flush()
         return results
 
-    def write_final(self, results: dict[str, MatchResult], extra: dict | None = None) -> dict:
-        """Write ``final_eval.json`` in the run directory; return what was written."""
+    def write_final(self, results: dict[str, MatchResult], extra: dict | None = None,
+                    episodes: int | None = None) -> dict:
+        """Write ``final_eval.json`` in the run directory; return what was written.
+
+        ``episodes``: training games played (default ``cfg.episodes``; 0 for a learner that plays none).
+        """
         out = {
             "game": self.game.name,
             "agent": self.cfg.agent.name,
-            "episodes": int(self.cfg.episodes),
+            "episodes": int(self.cfg.episodes if episodes is None else episodes),
             "results": [dict(opponent=name, **s.as_dict(), games_per_sec=r.games_per_sec)
                         for name, r in results.items() for s in r.seats()],
             **(extra or {}),

@@ -243,7 +243,7 @@ def train(cfg, run) -> dict:
              "table_megabytes": round((hashes.nbytes + values.nbytes) / 2**20, 3),
              "peak_rss_megabytes": round(peak_rss_mb(), 1), "rss_growth_megabytes": round(peak_rss_mb() - rss0, 1),
              "selfplay": selfplay}
-    return run.write_final(results, extra)
+    return run.write_final(results, extra, episodes=0)  # solved by sweeps, not by playing games
 
 
 def player_from_checkpoint(payload: dict) -> ValueIterationPlayer:
