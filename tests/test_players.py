@@ -1,4 +1,4 @@
-"""Fixed and search players: strength against known truths and the baselines of FACTS.md."""
+"""Fixed and search players: strength against known truths and published reference baselines."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from ttt.games import make_game
 from ttt.players import PLAYERS, make_player
 from ttt.players.search import MATE, WIN, AlphaBetaPlayer, PerfectPlayer
 
-# Random vs random, first-player and second-player win rates of FACTS.md (20,000 games each)
-FACTS_RANDOM = {"3x3": (0.582, 0.291), "4x4": (0.314, 0.266), "3x3x3": (0.569, 0.431), "4x4x4": (0.529, 0.471)}
-FACTS_GAMES = 20_000
-# benchmark (first seat) vs random, win rate of FACTS.md (1,000 games)
-FACTS_BENCHMARK = {"3x3": 0.899, "4x4": 0.623, "3x3x3": 0.993, "4x4x4": 0.998, "4x4x4_gravity": 0.998}
+# Random vs random, first-player and second-player win rates of the reference table (20,000 games each)
+REFERENCE_RANDOM = {"3x3": (0.582, 0.291), "4x4": (0.314, 0.266), "3x3x3": (0.569, 0.431), "4x4x4": (0.529, 0.471)}
+REFERENCE_GAMES = 20_000
+# benchmark (first seat) vs random, win rate of the reference table (1,000 games)
+REFERENCE_BENCHMARK = {"3x3": 0.899, "4x4": 0.623, "3x3x3": 0.993, "4x4x4": 0.998, "4x4x4_gravity": 0.998}
 
 
 def close(rate: float, n: int, expected: float, n_expected: int | None = None, sigmas: float = 4.5) -> bool:
@@ -184,7 +184,7 @@ def test_alphabeta_rejects_bad_depth():
         AlphaBetaPlayer(make_game("3x3"), depth=0)
 
 
-# ------------------------------------------------------------------ baselines of FACTS.md
+# ------------------------------------------------------------------ reference baselines
 @functools.cache
 def exact_random_3x3(board: tuple[int, ...] = (0,) * 9, to_play: int = 1) -> tuple[Fraction, Fraction]:
     """P(first player wins), P(second wins) of uniform random play on 3x3; independent of the engine."""
@@ -210,8 +210,8 @@ def test_random_vs_random_3x3_matches_exact_probabilities():
     g = make_game("3x3")
     r = play_match(g, make_player("random", g), make_player("random", g), 20_000, seed=7, seats="first")
     assert close(r.first.win_rate, 20_000, float(p1)) and close(r.first.loss_rate, 20_000, float(p2))
-    # and FACTS.md's sampled figures agree with the exact ones
-    assert close(FACTS_RANDOM["3x3"][0], FACTS_GAMES, float(p1))
+    # and the reference table's sampled figures agree with the exact ones
+    assert close(REFERENCE_RANDOM["3x3"][0], REFERENCE_GAMES, float(p1))
 
 
 @pytest.mark.parametrize("board", ["4x4", "3x3x3", "4x4x4"])
@@ -219,9 +219,9 @@ def test_random_vs_random_matches_facts(board):
     g = make_game(board)
     n = 20_000
     r = play_match(g, make_player("random", g), make_player("random", g), n, seed=8, seats="first")
-    p1, p2 = FACTS_RANDOM[board]
-    assert close(r.first.win_rate, n, p1, FACTS_GAMES), r.summary()
-    assert close(r.first.loss_rate, n, p2, FACTS_GAMES), r.summary()
+    p1, p2 = REFERENCE_RANDOM[board]
+    assert close(r.first.win_rate, n, p1, REFERENCE_GAMES), r.summary()
+    assert close(r.first.loss_rate, n, p2, REFERENCE_GAMES), r.summary()
     if board in ("3x3x3", "4x4x4"):
         assert r.first.draws <= (0 if board == "3x3x3" else 20)  # 3x3x3 cannot end drawn
 
@@ -270,13 +270,13 @@ def test_random_vs_random_gravity_matches_an_independent_simulation():
     p_indep = float((indep == 1).mean())
     assert close(r.first.win_rate, n_engine, p_indep, n_indep), (r.first.win_rate, p_indep)
     assert close(r.first.loss_rate, n_engine, float((indep == -1).mean()), n_indep)
-    # FACTS.md's 58.4% for the first player is not what either simulation gives (about 55.3%)
-    assert not close(r.first.win_rate, n_engine, 0.584, FACTS_GAMES, sigmas=5)
+    # the reference table's 58.4% for the first player is not what either simulation gives (about 55.3%)
+    assert not close(r.first.win_rate, n_engine, 0.584, REFERENCE_GAMES, sigmas=5)
 
 
-@pytest.mark.parametrize("board", list(FACTS_BENCHMARK))
+@pytest.mark.parametrize("board", list(REFERENCE_BENCHMARK))
 def test_benchmark_vs_random_matches_facts(board):
     g = make_game(board)
     n = 2000
     r = play_match(g, make_player("benchmark", g), make_player("random", g), n, seed=11, seats="first")
-    assert close(r.first.win_rate, n, FACTS_BENCHMARK[board], 1000), r.summary()
+    assert close(r.first.win_rate, n, REFERENCE_BENCHMARK[board], 1000), r.summary()
