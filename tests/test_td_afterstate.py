@@ -106,6 +106,16 @@ def test_rewards_plain_and_shaped():
     assert not blocks_line(G3, s.board, 5, -1) and move_reward(G3, s, 5, shaped) == 0.0
 
 
+def test_unseen_afterstates_are_worth_init_value():
+    keys = BoardKeys(G3)
+    opening = keys.afterstate_keys(np.zeros(8, dtype=np.int64), 1, np.arange(9))
+    player = TDPlayer(G3, [{int(opening[0]): 0.1, int(opening[4]): -0.1}], Config(init_value=0.2))
+    values = player.action_values(G3.initial_state())
+    assert values[0] == values[2] == 0.1 and values[4] == -0.1
+    assert values[1] == values[3] == 0.2  # edges: never seen
+    assert player.act(G3.initial_state(), np.random.default_rng(0)) in (1, 3, 5, 7)
+
+
 def test_schedules_and_boltzmann():
     assert progress_epsilon(0.3, 0.0) == 1.0 and progress_epsilon(0.3, 1.0) == pytest.approx(0.3)
     assert progress_epsilon(0.3, 0.5) == pytest.approx(0.65)
@@ -197,6 +207,7 @@ def test_td_333_shaped_first_seat_against_the_benchmark(compose_train, tmp_path)
     train(compose_train(["+experiment=td_333_shaped", "eval_every=0", "eval_games=10"]))
     player = load_player(tmp_path / "run" / "checkpoint.npz")
     game = player.game
+    assert player.settings.init_value == 0.2
     r = play_match(game, player, make_player("benchmark", game), 1000, seed=2, seats="first")
-    # measured 0.877 with seed 0; the target of 0.95 is not reached by this design at 100,000 games
-    assert r.first.win_rate >= 0.85
+    # the bar is 0.95; measured 1000/1000 with training seed 0 (seed 2 of 0-4 gives 0.825: docs/tabular.md)
+    assert r.first.win_rate >= 0.95
