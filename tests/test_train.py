@@ -50,6 +50,13 @@ def test_paper_settings_on_score_four(compose_train):
     assert cfg.agent.opponent == cfg.agent.opponent_after == "self_play"
 
 
+def test_qubic_trains_mostly_against_the_benchmark_player(compose_train):
+    # with half the games against the frozen copy the agent scored 0.27 against the benchmark (docs/dqn.md)
+    a = compose_train(["+experiment=dqn_444"]).agent
+    assert (a.opponent, a.opponent_after, a.switch_episode) == ("random", "frozen", 5000)
+    assert a.benchmark_fraction >= 0.8
+
+
 @pytest.mark.parametrize("override,key", [("agent.lrr=0.1", "lrr"),
                                           ("agent.lr=fast", "lr"), ("episodez=5", "episodez")])
 def test_a_typo_or_wrong_type_fails_at_composition_naming_the_key(compose_train, override, key):
