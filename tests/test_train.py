@@ -101,7 +101,7 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "ttt.train", *args]
 
 
-@pytest.mark.slow  # two interpreter starts and a training run: ~30 s on a busy 2-core machine
+# two interpreter starts and a training run: ~8 s on an idle 2-core machine
 def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_checkpoint(compose_train, tmp_path):
     run = tmp_path / "killed"
     args = ["+experiment=dqn_33", "episodes=4000", "eval_every=200", "eval_games=4", "agent.final_eval_games=4",
@@ -128,7 +128,7 @@ def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_chec
     assert json.loads((run / "final_eval.json").read_text())["episodes"] == saved + 200
 
 
-@pytest.mark.slow  # one interpreter start and four tiny runs: ~20 s on a busy 2-core machine
+# one interpreter start and four tiny runs: ~5 s on an idle 2-core machine
 def test_hydra_multirun_puts_each_run_in_its_own_directory(tmp_path):
     sweep = tmp_path / "sweep"
     done = subprocess.run(
