@@ -22,7 +22,8 @@ every game where a learner moves, and one optimiser step over every TD target of
 
 TensorBoard tags (besides the ``eval/`` tags of ``ttt.training``): ``train/td_loss``,
 ``train/epsilon``, ``train/opponent`` (0 random, 1 frozen, 2 benchmark, 3 self_play),
-``train/episodes_per_sec`` and ``train/frozen_refreshes`` (copies taken of the frozen opponent).
+``train/episodes_per_sec``, ``train/benchmark_share`` (share of the games in progress played against
+the benchmark player) and ``train/frozen_refreshes`` (copies taken of the frozen opponent).
 """
 
 from __future__ import annotations
@@ -167,6 +168,13 @@ class Trainer:
     def phase(self) -> str:
         """The opponent of games that start now."""
         return self.a.opponent if self.episodes < self.a.switch_episode else self.a.opponent_after
+
+    def phase_label(self) -> str:
+        """The opponents of games that start now, for people: e.g. ``80% benchmark / 20% frozen``."""
+        name, share = self.phase(), self.a.benchmark_fraction
+        if self.episodes < self.a.switch_episode or share <= 0:
+            return name
+        return "benchmark" if share >= 1 else f"{share:.0%} benchmark / {1 - share:.0%} {name}"
 
     def _draw_opponent(self) -> int:
         name = self.phase()
@@ -369,13 +377,14 @@ def train(cfg: DictConfig, run: Run) -> dict:
             run.log("train/td_loss", trainer.take_loss(), ep)
             run.log("train/epsilon", epsilon_at(a, ep), ep)
             run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
+            run.log("train/benchmark_share", float((trainer.kind == OPPONENT_PHASES["benchmark"]).mean()), ep)
             run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
             rate = run.log_rate(ep)
-            run.progress(ep, f"{rate:,.0f} episodes/s opponent {trainer.phase()}")
+            run.progress(ep, f"{rate:,.0f} episodes/s, opponent {trainer.phase_label()}")
         if ep >= next_eval and ep < total:
             next_eval = (ep // every + 1) * every
             run.evaluate(player(), ep)
-            run.progress(ep, f"opponent {trainer.phase()}", force=True)
+            run.progress(ep, f"opponent {trainer.phase_label()}", force=True)
             save()
     save()
     results = run.evaluate(player(), trainer.episodes, games=int(a.final_eval_games))
