@@ -288,3 +288,13 @@ def test_property_random_sequences(board, seed, plies):
         assert s.to_play() == (1 if s.num_moves % 2 == 0 else -1)
         assert s.is_terminal() == (s.winner() != 0 or s.num_moves == g.num_cells)
         assert s.winner() == brute_force_winner(s.board, g.n, g.d)
+
+
+def test_from_states_copies_each_state_into_its_row():
+    game = make_game("4x4x4_gravity")
+    s0 = game.initial_state()
+    s1 = s0.apply(5).apply(21)
+    games = BatchedGames.from_states([s0, s1])
+    assert games.state(0) == s0 and games.state(1) == s1
+    assert games.num_moves.tolist() == [0, 2] and games.to_play.tolist() == [1, 1]
+    assert games.legal_mask()[1, 37] and not games.legal_mask()[0, 37]

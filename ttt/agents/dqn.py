@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.nets.structured import ValueNet, build_value_net
-from ttt.players import BenchmarkPlayer, Player
+from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.players.fixed import completing_moves
 from ttt.training import OPPONENT_PHASES, Run
 
@@ -405,7 +405,7 @@ def _command() -> str:
 
 
 # -------------------------------------------------------------------------------- the trained player
-class DQNPlayer(Player):
+class DQNPlayer(BatchPlayer):
     """Greedy play by the afterstate values: one forward pass over every legal afterstate."""
 
     name = "dqn"
@@ -424,11 +424,6 @@ class DQNPlayer(Player):
             actions[live] = afterstate_values(self.net, games, live, self.exact_wins).numpy().argmax(1)
         return actions
 
-    def act(self, state: State, rng: np.random.Generator) -> int:
-        games = BatchedGames(self.game, 1)
-        games.set_state(0, state)
-        return int(self.act_batch(games, rng)[0])
-
     def learn_from_game(self, states: list[State]) -> bool:
         """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
         if self._learner is None:
@@ -439,8 +434,7 @@ class DQNPlayer(Player):
         return True
 
     def action_values(self, state: State) -> dict[int, float]:
-        games = BatchedGames(self.game, 1)
-        games.set_state(0, state)
+        games = BatchedGames.from_states([state])
         values = afterstate_values(self.net, games, np.array([0]), self.exact_wins)[0]
         return {a: float(values[a]) for a in state.legal_actions()}
 

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from ttt.games import BatchedGames, Game, State, random_legal_actions
-from ttt.players.base import Player
+from ttt.players.base import BatchPlayer
 
 MAX_CELLS = 39  # 3**cells must fit in an int64 key
 
@@ -221,7 +221,7 @@ def peak_rss_mb() -> float:
 
 
 # ---------------------------------------------------------------------- players
-class TablePlayer(Player):
+class TablePlayer(BatchPlayer):
     """A player that reads a table: greedy over ``move_values`` (ties at random), or
     epsilon-greedy when ``epsilon`` > 0. Subclasses implement ``move_values``."""
 
@@ -238,11 +238,6 @@ class TablePlayer(Player):
         legal = np.array(state.legal_actions(), dtype=np.int64)
         v = self.move_values(state.array(), state.to_play(), legal)
         return {int(a): float(v[a]) for a in legal}
-
-    def act(self, state: State, rng: np.random.Generator) -> int:
-        games = BatchedGames(self.game, 1)
-        games.set_state(0, state)
-        return int(self.act_batch(games, rng)[0])
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         legal = games.legal_mask()

@@ -85,6 +85,14 @@ class BatchedGames:
         return State(self.game, tuple(int(x) for x in self.board[i]), int(self.to_play[i]),
                      int(self.winner[i]), int(self.num_moves[i]), int(self.last_action[i]))
 
+    @classmethod
+    def from_states(cls, states: list[State]) -> BatchedGames:
+        """A batch holding copies of ``states`` (all of one board)."""
+        games = cls(states[0].game, len(states))
+        for i, state in enumerate(states):
+            games.set_state(i, state)
+        return games
+
     def set_state(self, i: int, state: State) -> None:
         """Overwrite game ``i`` with ``state``."""
         self.board[i] = state.board

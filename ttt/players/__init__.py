@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ttt.games import Game
-from ttt.players.base import Player
+from ttt.players.base import BatchPlayer, Player
 from ttt.players.fixed import BenchmarkPlayer, RandomPlayer
 
 # name -> factory(game, **options). Search players register themselves here when their module is added.
@@ -41,4 +41,4 @@ def _load_optional() -> None:
                 raise
 
 
-__all__ = ["PLAYERS", "BenchmarkPlayer", "Player", "RandomPlayer", "make_player", "registered_players"]
+__all__ = ["PLAYERS", "BatchPlayer", "BenchmarkPlayer", "Player", "RandomPlayer", "make_player", "registered_players"]

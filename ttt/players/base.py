@@ -47,3 +47,13 @@ class Player:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name})"
+
+
+class BatchPlayer(Player):
+    """A player written for batches: ``act`` plays ``act_batch`` on a batch of one game."""
+
+    def act(self, state: State, rng: np.random.Generator) -> int:
+        return int(self.act_batch(BatchedGames.from_states([state]), rng)[0])
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttt.games import BatchedGames, Game, State, random_legal_actions
-from ttt.players.base import Player
+from ttt.players.base import BatchPlayer, Player
 
 
 class RandomPlayer(Player):
@@ -41,7 +41,7 @@ def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, g
     return hit & legal
 
 
-class BenchmarkPlayer(Player):
+class BenchmarkPlayer(BatchPlayer):
     """Win if possible, else block, else (gravity) avoid giving a win on top, else random.
 
     The steps shuffle the legal moves and take the first that qualifies; taking a uniformly random
@@ -49,11 +49,6 @@ class BenchmarkPlayer(Player):
     """
 
     name = "benchmark"
-
-    def act(self, state: State, rng: np.random.Generator) -> int:
-        games = BatchedGames(state.game, 1)
-        games.set_state(0, state)
-        return int(self.act_batch(games, rng)[0])
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         legal = games.legal_mask()
