@@ -126,6 +126,8 @@ def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_chec
     assert f"resumed {ckpt} at episode {saved}" in done.stderr
     assert load_checkpoint(ckpt)["episodes"] >= saved + 200
     assert json.loads((run / "final_eval.json").read_text())["episodes"] == saved + 200
+    # Hydra's own output (.hydra/, train.log) goes to run_dir too, not to a second folder under runs/
+    assert (run / ".hydra" / "config.yaml").is_file() and (run / "train.log").is_file()
 
 
 # one interpreter start and four tiny runs: ~5 s on an idle 2-core machine

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -43,7 +43,7 @@ class TrainConfig:
     resume: bool = False  # continue from the checkpoint in the run directory
     progress: bool = True  # print a progress line while training
     threads: int = 1  # torch intra-op threads
-    run_dir: str | None = None  # defaults to Hydra's output directory
+    run_dir: str | None = None  # the run directory of a single run; else Hydra's output directory
 
 
 _registered = False
@@ -56,6 +56,9 @@ def register_configs() -> None:
         return
     from ttt.agents import available_agents
 
+    if not OmegaConf.has_resolver("ttt.first_set"):
+        # ${ttt.first_set:a,b}: a unless it is null, else b (Hydra's run dir follows run_dir when set)
+        OmegaConf.register_new_resolver("ttt.first_set", lambda *xs: next((x for x in xs if x is not None), None))
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="network", name="network_schema", node=NetworkConfig)
