@@ -145,3 +145,13 @@ def test_hydra_multirun_puts_each_run_in_its_own_directory(tmp_path):
     seen = {(json.loads(p.read_text())["seed"], json.loads(p.read_text())["network"]["kind"]) for p in finals}
     assert seen == {(0, "structured"), (1, "structured"), (0, "mlp"), (1, "mlp")}
     assert all((p.parent / "checkpoint.pt").exists() for p in finals)
+
+
+def test_multirun_with_run_dir_is_refused(tmp_path):
+    done = subprocess.run(
+        _command("-m", "+experiment=dqn_33", "seed=0,1", "episodes=4", f"run_dir={tmp_path / 'one'}",
+                 f"hydra.sweep.dir={tmp_path / 'sweep'}"),
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
+    assert done.returncode != 0
+    assert "run_dir is for single runs" in done.stderr
+    assert not (tmp_path / "one").exists()

@@ -41,6 +41,12 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if cfg.run_dir and HydraConfig.get().mode == RunMode.MULTIRUN:
+        # every job of the sweep would write into the same folder
+        raise SystemExit("ttt.train: run_dir is for single runs; a multirun puts each run under hydra.sweep.dir")
     train(cfg)
 
 
