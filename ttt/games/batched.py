@@ -39,7 +39,6 @@ class BatchedGames:
         self._line_weight = np.ones(len(self._lines), dtype=np.int64)
         self._line_weight[-1] = 0
         self._gravity = game.gravity
-        self._below = game.below
         # with gravity the cell below c is c - layer (axis 0 is the layer), so support is a slice
         self._layer = game.n ** (game.d - 1) if game.gravity else 0
         # bitboards: the lines through each cell as uint64 masks, padded with an all-ones mask that no
