@@ -125,6 +125,7 @@ def test_illegal_action_on_state_raises_and_leaves_state(action, why):
     g = make_game("3x3")
     s = g.initial_state().apply(0)
     board = s.board
+    assert not s.is_legal(action) and s.is_legal(4)
     with pytest.raises(IllegalMoveError, match=why) as err:
         s.apply(action)
     assert repr(action) in str(err.value) or str(action) in str(err.value)
@@ -135,12 +136,14 @@ def test_illegal_action_on_state_raises_and_leaves_state(action, why):
 def test_illegal_moves_gravity_and_game_over():
     g = make_game("4x4x4_gravity")
     s = g.initial_state()
+    assert not s.is_legal(16) and s.is_legal(0)
     with pytest.raises(IllegalMoveError, match=r"action 16 on 4x4x4_gravity: .*not reachable"):
         s.apply(16)
     won = make_game("3x3").initial_state()
     for a in (0, 3, 1, 4, 2):
         won = won.apply(a)
     assert won.winner() == 1
+    assert not won.is_legal(8)
     with pytest.raises(IllegalMoveError, match="game is over"):
         won.apply(8)
 

@@ -207,13 +207,12 @@ class State:
         return self._winner != 0 or self.num_moves == self.game.num_cells
 
     def is_legal(self, action: int) -> bool:
-        g = self.game
-        if not (isinstance(action, (int, np.integer)) and 0 <= action < g.num_cells):
+        """Whether ``apply(action)`` would accept ``action`` (the test is ``check_action``'s)."""
+        try:
+            self.check_action(action)
+        except IllegalMoveError:
             return False
-        if self.is_terminal() or self.board[action] != 0:
-            return False
-        below = g.below[action]
-        return below < 0 or self.board[below] != 0
+        return True
 
     def legal_actions(self) -> list[int]:
         if self.is_terminal():
