@@ -73,6 +73,14 @@ def test_finds_win_in_one(name):
     assert player.act(state) == cell
 
 
+def test_action_values_of_a_win_in_one():
+    # the root plays the win without simulating: the hint still says which move wins
+    game, state, cell = tactic_position("3x3", block=False)
+    values = MCTSPlayer(game, simulations=50, seed=0).action_values(state)
+    assert sorted(values) == state.legal_actions()
+    assert values[cell] == 1.0 and all(v == 0.0 for a, v in values.items() if a != cell)
+
+
 @pytest.mark.parametrize("name", list(BOARDS))
 def test_blocks_loss_in_one(name):
     game, state, cell = tactic_position(name, block=True)

@@ -97,7 +97,7 @@ class MCTSPlayer(Player):
         """The mean rollout result Q of each legal move from the mover's view, after a search."""
         self.search([state], self._rng)
         root = self.last_roots[0]
-        if root.value is not None and not root.children:  # decided at the root: the winning moves win
+        if not root.N.any():  # decided at the root without a simulation: the winning moves win
             wins = set(self._winning_moves([root])[0])
             return {int(a): (1.0 if int(a) in wins else 0.0) for a in root.actions}
         return {int(a): float(q) for a, q in zip(root.actions, root.q(), strict=True)}
