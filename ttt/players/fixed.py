@@ -50,18 +50,24 @@ class BenchmarkPlayer(BatchPlayer):
 
     name = "benchmark"
 
+    def __init__(self, game: Game) -> None:
+        super().__init__(game)
+        # with gravity, the cell directly above each cell (-1 on the top layer)
+        self._above = np.full(game.num_cells, -1)
+        has = game.below >= 0
+        self._above[game.below[has]] = np.flatnonzero(has)
+
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         legal = games.legal_mask()
         me = games.to_play
         win = completing_moves(games.board, me, legal, self.game)
-        block = completing_moves(games.board, -me, legal, self.game)
+        # every empty cell that would complete an opponent's line; the playable ones are the blocks
+        opp_threat = completing_moves(games.board, -me, games.board == 0, self.game)
+        block = opp_threat & legal
         choice = legal.copy()
         if self.game.gravity:
             # a move is unsafe when the cell above it would complete the opponent's line
-            above = np.full(self.game.num_cells, -1)
-            has = self.game.below >= 0
-            above[self.game.below[has]] = np.flatnonzero(has)
-            opp_threat = completing_moves(games.board, -me, games.board == 0, self.game)
+            above = self._above
             unsafe = np.zeros_like(legal)
             has_above = above >= 0
             unsafe[:, has_above] = opp_threat[:, above[has_above]]
