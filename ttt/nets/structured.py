@@ -77,7 +77,8 @@ class StructuredLayer(nn.Module):
 class ValueNet(nn.Module):
     """Afterstate value V(s') in [-1, 1] of boards seen from the player who just moved.
 
-    ``first`` (a StructuredLayer or Linear) is linear in the board, then Tanh, then ``rest``.
+    ``first`` (a StructuredLayer or Linear) is linear in the board, then Tanh, then ``rest``, which
+    starts with a Linear (``build_value_net``).
     """
 
     def __init__(self, first: nn.Module, rest: nn.Sequential) -> None:
@@ -89,23 +90,19 @@ class ValueNet(nn.Module):
         """(N, cells) boards -> (N,) values."""
         return self.rest(torch.tanh(self.first(x))).squeeze(-1)
 
-    def first_weight(self) -> torch.Tensor:
-        """The first layer as a dense (units, cells) matrix."""
-        return self.first.dense_weight() if isinstance(self.first, StructuredLayer) else self.first.weight
-
     def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """Values of every legal afterstate in one pass: (E, cells) boards from the mover's view and a
         (E, cells) bool mask -> (E, cells) values, -inf where illegal.
 
         Placing an own piece on cell a adds column a of the first (linear) layer to the board's
         pre-activation, so the afterstates share one first-layer product per board. With a structured
-        first layer followed by a Linear, only the detectors of the lines through a change, so the
-        next layer's input changes by a sum over those lines (computed once per line and position).
+        first layer, only the detectors of the lines through a change, so the next layer's input
+        changes by a sum over those lines (computed once per line and position).
         """
-        if isinstance(self.first, StructuredLayer) and isinstance(self.rest[0], nn.Linear):
+        if isinstance(self.first, StructuredLayer):
             return self._structured_afterstate_values(boards, legal)
         base = self.first(boards)  # (E, H)
-        cols = self.first_weight().t()  # (cells, H)
+        cols = self.first.weight.t()  # (cells, H)
         e, a = legal.nonzero(as_tuple=True)
         values = self.rest(torch.tanh(base[e] + cols[a])).squeeze(-1)
         out = torch.full(legal.shape, float("-inf"), dtype=values.dtype, device=values.device)
@@ -125,7 +122,7 @@ class ValueNet(nn.Module):
         delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, z.shape[1])
         z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
         z_after.index_add_(1, first.lines.reshape(-1), delta_z)
-        values = self.rest[1:](z_after).squeeze(-1) if len(self.rest) > 1 else z_after.squeeze(-1)
+        values = self.rest[1:](z_after).squeeze(-1)  # an empty Sequential passes its input through
         return values.masked_fill(~legal, float("-inf"))
 
 
