@@ -149,26 +149,28 @@ class MCTSPlayer(Player):
             node = node.children[idx]
         return path, node
 
-    def _winning_moves(self, nodes: list[_Node]) -> list[list[int]]:
-        """The moves that complete a line of the player to move, per (non-terminal) node."""
+    @staticmethod
+    def _arrays(nodes: list[_Node]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(boards, legal masks, players to move) of ``nodes``, the arrays ``completing_moves`` takes."""
         boards = np.array([n.state.board for n in nodes], dtype=np.int8).reshape(len(nodes), -1)
         legal = np.zeros(boards.shape, dtype=bool)
         for i, n in enumerate(nodes):
             legal[i, n.actions] = True
-        me = np.array([n.to_play for n in nodes], dtype=np.int8)
+        return boards, legal, np.array([n.to_play for n in nodes], dtype=np.int8)
+
+    def _winning_moves(self, nodes: list[_Node]) -> list[list[int]]:
+        """The moves that complete a line of the player to move, per (non-terminal) node."""
+        boards, legal, me = self._arrays(nodes)
         win = completing_moves(boards, me, legal, self.game)
         return [list(map(int, np.flatnonzero(w))) for w in win]
 
     def _decide(self, leaves: list[_Node]) -> None:
         """Give new leaves their known value when the mover wins at once or faces two threats."""
-        new = [n for n in leaves if n.value is None and n.N.sum() == 0]
+        # a leaf without a value is always newly expanded (``_select`` stops only there or at a value)
+        new = [n for n in leaves if n.value is None]
         if not new:
             return
-        boards = np.array([n.state.board for n in new], dtype=np.int8)
-        legal = np.zeros(boards.shape, dtype=bool)
-        for i, n in enumerate(new):
-            legal[i, n.actions] = True
-        me = np.array([n.to_play for n in new], dtype=np.int8)
+        boards, legal, me = self._arrays(new)
         win = completing_moves(boards, me, legal, self.game).any(1)
         # two different cells that would complete an opponent line: blocking one leaves the other
         lost = completing_moves(boards, -me, legal, self.game).sum(1) >= 2
