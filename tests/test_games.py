@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttt.games import BOARDS, BatchedGames, IllegalMoveError, make_game, random_legal_actions
+from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, random_legal_actions
 
 LINE_COUNTS = {"3x3": 8, "4x4": 10, "3x3x3": 49, "4x4x4": 76, "4x4x4_gravity": 76}
 
@@ -219,6 +219,22 @@ def test_batched_and_state_agree_on_random_games(board):
             s = s.apply(int(actions[t, i]))
         assert games.state(i).board == s.board
         assert (games.winner[i], games.num_moves[i], bool(games.done[i])) == (s.winner(), s.num_moves, True)
+
+
+def test_batched_and_state_agree_beyond_64_cells():
+    # 125 cells do not fit the 64-bit line masks: the batched engine sums the lines through the move
+    g = Game("5x5x5", n=5, d=3)
+    games, rng = BatchedGames(g, 300), np.random.default_rng(6)
+    states = [g.initial_state()] * 300
+    while not games.done.all():
+        a = random_legal_actions(games.legal_mask(), rng)
+        games.step(a)
+        states = [s if s.is_terminal() else s.apply(int(x)) for s, x in zip(states, a, strict=True)]
+    assert [games.state(i) for i in range(300)] == states
+    assert games.winner.tolist() == [s.winner() for s in states]
+    assert games.num_moves.tolist() == [s.num_moves for s in states]
+    assert all(s.winner() == brute_force_winner(s.board, 5, 3) for s in states)
+    assert {-1, 1} <= set(games.winner.tolist())
 
 
 def test_random_legal_actions_uniform_and_legal():
