@@ -203,16 +203,17 @@ def train(cfg, run) -> dict:
         sq_sum, updates = sq_sum + sq, updates + moves
         done = ep + 1
         if done % log_every == 0 or done == episodes:
+            states = len(store)  # a dense table counts its rows: slower than an episode, so only here
             run.log("train/epsilon", eps, done)
             run.log("train/td_loss", sq_sum / max(updates, 1), done)
-            run.log("train/states", len(store), done)
+            run.log("train/states", states, done)
             run.log("train/table_megabytes", store.nbytes() / 2**20, done)
             run.log_rate(done)
+            run.progress(done, f"eps {eps:.3f} states {states}")
             sq_sum, updates = 0.0, 0
         if eval_every and done % eval_every == 0 and done < episodes:
             run.evaluate(player, done)
             save(done)
-        run.progress(done, f"eps {eps:.3f} states {len(store)}")
     seconds = time.perf_counter() - t0
     save(episodes)
     results = run.evaluate(player, episodes)

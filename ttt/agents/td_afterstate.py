@@ -303,14 +303,15 @@ def train(cfg, run) -> dict:
             for cell, key in openings.items():
                 run.log(f"train/opening_value/cell_{cell}", tables[0].get(key, a.init_value), done)
             run.log("train/first_win_rate", outcomes[0] / outcomes.sum(), done)
-            run.log("train/states", sum(len(t) for t in tables), done)
+            states = sum(len(t) for t in tables)
+            run.log("train/states", states, done)
             run.log_rate(done)
+            run.progress(done, f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
+                               f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {states}")
             outcomes[:] = 0
         if eval_every and done % eval_every == 0 and done < episodes:
             run.evaluate(player, done)
             save(done)
-        run.progress(done, f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
-                           f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {sum(len(t) for t in tables)}")
     seconds = time.perf_counter() - t0
     save(episodes)
     results = run.evaluate(player, episodes)
