@@ -137,10 +137,11 @@ def check_player_name(name: str) -> None:
 
 def spec_label(spec: Any) -> str:
     """A short name for a spec in tables: the spec string itself, or name:key=value for dicts."""
+    from ttt.agents import checkpoint_label
+
     kind, target, options = parse_spec(spec)
     if kind == "checkpoint":
-        path = Path(target)
-        return path.parent.name if path.stem == "checkpoint" and path.parent.name else path.stem
+        return checkpoint_label(target)
     if isinstance(spec, str):
         return spec.strip()
     return ":".join([target, *(f"{k}={v}" for k, v in options.items())])

@@ -12,7 +12,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from ttt.checkpoint import load_checkpoint
+from ttt.checkpoint import CheckpointError, load_checkpoint
 
 # agent name (the ``agent.name`` config key and the checkpoint ``kind``) -> module
 AGENTS: dict[str, str] = {
@@ -43,13 +43,18 @@ def available_agents() -> dict[str, ModuleType]:
     return out
 
 
+def checkpoint_label(path: str | Path) -> str:
+    """The name of the player saved at ``path``: its run directory's for ``<run>/checkpoint.*``,
+    else the file's stem."""
+    path = Path(path)
+    return path.parent.name if path.stem == "checkpoint" and path.parent.name else path.stem
+
+
 def load_player(path: str | Path, game: str | None = None):
     """The trained player saved at ``path`` (any learner). Raises CheckpointError on a bad file."""
     payload = load_checkpoint(path, game=game)
-    from ttt.checkpoint import CheckpointError
-
     if payload["kind"] not in AGENTS:
         raise CheckpointError(f"{path}: unknown checkpoint kind {payload['kind']!r}")
     player = agent_module(payload["kind"]).player_from_checkpoint(payload)
-    player.name = Path(path).parent.name if Path(path).stem == "checkpoint" else Path(path).stem
+    player.name = checkpoint_label(path)
     return player
