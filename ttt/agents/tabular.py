@@ -59,7 +59,6 @@ class BoardKeys:
         g_idx = np.repeat(np.arange(len(sym)), game.num_cells)
         self.weights = np.zeros((game.num_cells, len(sym)), dtype=np.int64)
         self.weights[sym.ravel(), g_idx] = np.tile(3 ** np.arange(game.num_cells, dtype=np.int64), len(sym))
-        self.powers = 3 ** np.arange(game.num_cells, dtype=np.int64)  # identity image: the ternary hash
 
     def images(self, board: np.ndarray) -> np.ndarray:
         """(G,) ternary hashes of every symmetric image of ``board`` (+1/-1/0 cells)."""
