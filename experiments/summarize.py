@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
+
 
 def read_curve(tb_dir: Path, tag: str) -> list[float]:
     """The values of scalar ``tag`` in a run's TensorBoard folder, in step order ([] if absent)."""
@@ -40,7 +42,7 @@ def _sd(xs: list[float]) -> float:
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-def summarize(root: Path, tag: str = "eval/benchmark/score", last: int = 40) -> list[dict]:
+def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> list[dict]:
     """One row per group: name, trials, peak and end (mean, sd) in percent."""
     groups: dict[str, list[tuple[float, float]]] = {}
     for tb in sorted(root.rglob("tb")):
@@ -59,7 +61,7 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if argv else 2)
-    root, opts = Path(argv[0]), {"tag": "eval/benchmark/score", "last": "40"}
+    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST)}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
