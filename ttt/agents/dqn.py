@@ -357,15 +357,14 @@ def train(cfg: DictConfig, run: Run) -> dict:
     next_eval = (trainer.episodes // every + 1) * every if every > 0 else total + 1
     next_log = (trainer.episodes // log_every + 1) * log_every
     run.log_rate(trainer.episodes)
+    network = OmegaConf.to_container(cfg.network, resolve=True)
 
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, OmegaConf.to_container(cfg.network, resolve=True),
-                         bool(a.exact_wins))
+        return DQNPlayer(run.game, trainer.net, network, bool(a.exact_wins))
 
     def save() -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": OmegaConf.to_container(cfg.network, resolve=True),
-                               "exact_wins": bool(a.exact_wins),
+                               "network": network, "exact_wins": bool(a.exact_wins),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
@@ -389,8 +388,7 @@ def train(cfg: DictConfig, run: Run) -> dict:
     save()
     results = run.evaluate(player(), trainer.episodes, games=int(a.final_eval_games))
     run.progress(trainer.episodes, "final evaluation", force=True)
-    return run.write_final(results, extra={"command": _command(), "seed": int(cfg.seed),
-                                           "network": OmegaConf.to_container(cfg.network, resolve=True)})
+    return run.write_final(results, extra={"command": _command(), "seed": int(cfg.seed), "network": network})
 
 
 def _command() -> str:
