@@ -197,7 +197,7 @@ class TDPlayer(TablePlayer):
         self.meta = dict(meta or {})
 
     def table(self, to_play: int) -> dict[int, float]:
-        return self.tables[0 if to_play == FIRST or len(self.tables) == 1 else 1]
+        return self.tables[0 if to_play == FIRST else -1]  # as seat_learners: one table serves both seats
 
     def move_values(self, board: np.ndarray, to_play: int, legal: np.ndarray) -> np.ndarray:
         keys = self.keys.afterstate_keys(self.keys.images(board), to_play, legal)
