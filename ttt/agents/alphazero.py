@@ -228,9 +228,9 @@ def apply_symmetries(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- self-play
 def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
-              rng: np.random.Generator) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, float]], np.ndarray]:
+              rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
     """Play ``num_games`` self-play games in parallel. Returns the examples (board from the mover's
-    view, legal mask, pi, z) and the winners."""
+    view, legal mask, pi, z)."""
     games = BatchedGames(game, num_games)
     history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in range(num_games)]
     ply = 0
@@ -249,8 +249,7 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
             history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
         games.step(actions)
         ply += 1
-    examples = [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
-    return examples, games.winner.copy()
+    return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
 
 
 class ReplayBuffer:
@@ -342,7 +341,7 @@ def train(cfg, run) -> dict:
     while episode < total:
         n = min(max(int(cfg.num_envs), 1), total - episode)
         net.eval()
-        examples, _ = self_play(net, game, n, acfg, rng)
+        examples = self_play(net, game, n, acfg, rng)
         buffer.add(examples)
         net.train()
         steps = math.ceil(len(examples) * acfg.sample_reuse / acfg.batch_size)
