@@ -39,7 +39,7 @@ def test_groups_seeds_and_computes_peak_and_end(tmp_path, summarize):
     # peaks 50 and 40 -> mean 45, sd 7.07; ends (0.3+0.2)/2=25 and 40 -> mean 32.5
     assert a["peak"][0] == pytest.approx(45.0)
     assert a["peak"][1] == pytest.approx(7.0710678, rel=1e-5)
-    assert a["end"][0] == pytest.approx(32.5)
+    assert a["end"] == pytest.approx((32.5, 10.6066017))  # sd of 25 and 40
     assert rows["network=b"]["trials"] == 1 and rows["network=b"]["peak"] == pytest.approx((70.0, 0.0))
 
 
