@@ -131,6 +131,11 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float, rng: np.random.Generato
 
 
 # ------------------------------------------------------------------------- TD(0) over a batch of games
+# the per-game arrays a checkpoint holds: the BatchedGames state, then the trainer's own
+GAME_ARRAYS = ("board", "to_play", "done", "winner", "num_moves", "last_action")
+TRAINER_ARRAYS = ("agent_seat", "kind", "prev", "has_prev")
+
+
 class Trainer:
     """``num_envs`` training games, the learning network, its optimiser and the opponents.
 
@@ -309,12 +314,8 @@ class Trainer:
             "frozen_refreshes": self.frozen_refreshes,
             "episodes": self.episodes,
             "steps": self.steps,
-            "envs": {"board": torch.from_numpy(g.board.copy()), "to_play": torch.from_numpy(g.to_play.copy()),
-                     "done": torch.from_numpy(g.done.copy()), "winner": torch.from_numpy(g.winner.copy()),
-                     "num_moves": torch.from_numpy(g.num_moves.copy()),
-                     "last_action": torch.from_numpy(g.last_action.copy()),
-                     "agent_seat": torch.from_numpy(self.agent_seat.copy()), "kind": torch.from_numpy(self.kind.copy()),
-                     "prev": torch.from_numpy(self.prev.copy()), "has_prev": torch.from_numpy(self.has_prev.copy())},
+            "envs": {**{name: torch.from_numpy(getattr(g, name).copy()) for name in GAME_ARRAYS},
+                     **{name: torch.from_numpy(getattr(self, name).copy()) for name in TRAINER_ARRAYS}},
             "rng": {"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state(),
                     "python": random.getstate()},
         }
@@ -332,10 +333,10 @@ class Trainer:
         g, envs = self.games, s["envs"]
         if envs["board"].shape != g.board.shape:
             raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {len(g)}")
-        for name in ("board", "to_play", "done", "winner", "num_moves", "last_action"):
+        for name in GAME_ARRAYS:
             getattr(g, name)[:] = envs[name].numpy()
-        self.agent_seat[:], self.kind[:] = envs["agent_seat"].numpy(), envs["kind"].numpy()
-        self.prev[:], self.has_prev[:] = envs["prev"].numpy(), envs["has_prev"].numpy()
+        for name in TRAINER_ARRAYS:
+            getattr(self, name)[:] = envs[name].numpy()
         self.rng.bit_generator.state = s["rng"]["numpy"]
         torch.set_rng_state(s["rng"]["torch"])
         random.setstate(s["rng"]["python"])
