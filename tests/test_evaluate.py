@@ -76,3 +76,15 @@ def test_perfect_self_play_scores_half():
     g = make_game("3x3")
     r = play_match(g, make_player("perfect", g), make_player("perfect", g), 20, seed=1)
     assert r.both.draws == 20 and r.both.score == 0.5 and r.games_per_sec > 0
+
+
+def test_rows_give_each_seat_then_both_with_the_match_figures():
+    game = make_game("3x3")
+    r = play_match(game, make_player("benchmark", game), make_player("random", game), 30, seed=4)
+    rows = r.rows("rnd")
+    assert [x["seat"] for x in rows] == ["first", "second", "both"]
+    assert all(x["opponent"] == "rnd" and x["games_per_sec"] == r.games_per_sec for x in rows)
+    assert [(x["games"], x["wins"], x["draws"], x["losses"]) for x in rows] == [
+        (s.games, s.wins, s.draws, s.losses) for s in (r.first, r.second, r.both)]
+    assert rows[2]["score"] == pytest.approx((r.both.wins + r.both.draws / 2) / 30)
+    assert r.rows()[0]["opponent"] == "random"

@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError
 from ttt.config import GameConfig
 from ttt.elo import PairResult, fit_elo
-from ttt.evaluate import MatchResult, play_match
+from ttt.evaluate import play_match
 from ttt.games import BOARDS, Game, make_game
 from ttt.players import PLAYERS, Player, make_player, registered_players
 
@@ -210,11 +210,6 @@ def agent_spec(cfg: DictConfig) -> Any:
 
 
 # ---------------------------------------------------------------------------------------- benchmark
-def result_rows(label: str, r: MatchResult) -> list[dict]:
-    """The JSON rows of one match: one per seat played and one over both seats."""
-    return [dict(opponent=label, **s.as_dict(), games_per_sec=r.games_per_sec) for s in r.seats()]
-
-
 def format_table(rows: list[dict]) -> str:
     """The results as a fixed-width text table."""
     head = f"{'opponent':<16} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} {'games/s':>9}"
@@ -249,7 +244,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         for k, (label, opponent) in enumerate(opponents):
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
                            agent_name=agent_label, opponent_name=label)
-            rows += result_rows(label, r)
+            rows += r.rows(label)
         print(format_table(rows), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
@@ -282,7 +277,7 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
             k += 1
             both = r.both
             pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
-            matches.append(dict(player=names[a], **result_rows(names[b], r)[-1]))
+            matches.append(dict(player=names[a], **r.rows(names[b])[-1]))
             print(f"  {names[a]} vs {names[b]}: {both.wins} / {both.draws} / {both.losses} "
                   f"(score {both.score:.3f})", file=out, flush=True)
     ratings = sorted(fit_elo(names, pairs, anchor=anchor, prior_draws=float(cfg.elo_prior_draws)),

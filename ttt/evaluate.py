@@ -96,6 +96,12 @@ class MatchResult:
     def seats(self) -> list[SeatResult]:
         return [r for r in (self.first, self.second, self.both) if r.games]
 
+    def rows(self, opponent: str | None = None) -> list[dict]:
+        """Machine-readable rows, one per seat played and one over both seats (the JSON results
+        of ``ttt.benchmark`` and ``final_eval.json``)."""
+        label = self.opponent if opponent is None else opponent
+        return [dict(opponent=label, **s.as_dict(), games_per_sec=self.games_per_sec) for s in self.seats()]
+
     def summary(self) -> str:
         b = self.both
         lo, hi = b.win_rate_ci

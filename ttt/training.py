@@ -127,8 +127,7 @@ class Run:
             "game": self.game.name,
             "agent": self.cfg.agent.name,
             "episodes": int(self.cfg.episodes if episodes is None else episodes),
-            "results": [dict(opponent=name, **s.as_dict(), games_per_sec=r.games_per_sec)
-                        for name, r in results.items() for s in r.seats()],
+            "results": [row for name, r in results.items() for row in r.rows(name)],
             **(extra or {}),
         }
         (self.dir / "final_eval.json").write_text(json.dumps(out, indent=2) + "\n")
