@@ -231,15 +231,15 @@ class Trainer:
         gamma = float(self.a.gamma)
         seat = (mover[lrn] < 0).astype(np.int64)
         # 1. the mover's previous afterstate -> gamma * V(new), or gamma * r when the new one is terminal
-        boot = np.where(done[lrn], reward[lrn], new_value)
+        fin, r = done[lrn], reward[lrn]
+        boot = np.where(fin, r, new_value)
         has = self.has_prev[lrn, seat]
         obs.append(self.prev[lrn[has], seat[has]])
         targets.append(gamma * boot[has])
         rows.append(lrn[has])
         # 2. a terminal afterstate of the mover -> r
-        fin = done[lrn]
         obs.append(after[fin])
-        targets.append(reward[lrn][fin])
+        targets.append(r[fin])
         rows.append(lrn[fin])
         # 3. when the game ends, the other seat's last afterstate -> its reward (-r), no bootstrap
         other = (mover[ended] > 0).astype(np.int64)  # seat index of the player who did not move
