@@ -43,6 +43,14 @@ def test_every_line_reaches_the_layer(board, lines):
     assert len(support) == lines
 
 
+def line_blocks(game) -> torch.Tensor:
+    """(L*4, cells) bool: detector unit l*4+j may see exactly the cells of line l."""
+    mask = torch.zeros(len(game.lines) * 4, game.num_cells, dtype=torch.bool)
+    for li, line in enumerate(game.lines):
+        mask[li * 4:(li + 1) * 4, line.tolist()] = True
+    return mask
+
+
 def test_structured_layer_equals_masked_dense_linear():
     game = make_game("4x4x4")
     torch.manual_seed(0)
@@ -55,9 +63,7 @@ def test_structured_layer_equals_masked_dense_linear():
     x = torch.randint(-1, 2, (32, 64)).float()
     torch.testing.assert_close(layer(x), dense(x))
     # the dense weight is zero outside the blocks: detector unit l*4+j sees only the cells of line l
-    mask = torch.zeros(304, 64, dtype=torch.bool)
-    for li, line in enumerate(game.lines):
-        mask[li * 4:(li + 1) * 4, line.tolist()] = True
+    mask = line_blocks(game)
     assert (dense.weight[~mask] == 0).all() and (dense.weight[mask] != 0).all()
 
 
@@ -70,9 +76,7 @@ def test_gradients_never_touch_off_block_entries():
     x = torch.randint(-1, 2, (16, 64)).float()
     layer(x).pow(2).sum().backward()
     dense(x).pow(2).sum().backward()
-    mask = torch.zeros(304, 64, dtype=torch.bool)
-    for li, line in enumerate(game.lines):
-        mask[li * 4:(li + 1) * 4, line.tolist()] = True
+    mask = line_blocks(game)
     # the layer's gradient, laid out densely, is the dense gradient restricted to the blocks
     laid_out = torch.zeros(76, 64, 4)
     laid_out[torch.arange(76)[:, None], torch.tensor(game.lines)] = layer.weight.grad
