@@ -107,12 +107,13 @@ def test_values_in_range_and_afterstate_values_match_forward():
 
 
 def test_xavier_initialisation_bounds():
+    # uniform in [-b, b] with b = sqrt(6 / (fan_in + fan_out)): the largest of ~1,000 draws comes close
+    # to b (PyTorch's own Linear default, 1/sqrt(fan_in), would stay below half of it for the hidden layer)
     game = make_game("4x4x4")
+    torch.manual_seed(0)
     net = build_value_net(network_cfg("structured_deep"), game)
-    bound = (6 / (4 + 4)) ** 0.5
-    assert net.first.weight.abs().max() <= bound
-    hidden = net.rest[0].weight
-    assert hidden.abs().max() <= (6 / (304 + 32)) ** 0.5
+    for weight, bound in ((net.first.weight, (6 / (4 + 4)) ** 0.5), (net.rest[0].weight, (6 / (304 + 32)) ** 0.5)):
+        assert 0.95 * bound < weight.abs().max() <= bound
 
 
 def test_without_biases_the_network_is_odd_in_the_board():
