@@ -19,7 +19,6 @@ GAMMA = 0.9
 NETWORK = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": False})
 
 
-
 @pytest.fixture(autouse=True)
 def one_thread():
     # tiny networks: a second intra-op thread only adds contention on a busy machine
@@ -177,9 +176,7 @@ def test_greedy_values_score_the_afterstate_of_each_move():
     game = make_game("4x4x4")
     net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
     state = game.initial_state().apply(5).apply(40).apply(17)
-    games = BatchedGames(game, 1)
-    games.set_state(0, state)
-    values = afterstate_values(net, games, np.array([0]))[0]
+    values = afterstate_values(net, BatchedGames.from_states([state]), np.array([0]))[0]
     for a in state.legal_actions():
         with torch.no_grad():
             direct = float(net(torch.from_numpy(-state.apply(a).observation())[None])[0])
@@ -266,8 +263,7 @@ def test_a_winning_afterstate_scores_its_reward_exactly():
     state = game.initial_state()
     for a in [0, 20, 1, 40, 2, 60]:
         state = state.apply(a)
-    games = BatchedGames(game, 1)
-    games.set_state(0, state)
+    games = BatchedGames.from_states([state])
     exact = afterstate_values(net, games, np.array([0]))[0]
     estimate = afterstate_values(net, games, np.array([0]), exact_wins=False)[0]
     assert float(exact[3]) == 1.0 and float(estimate[3]) < 1.0
