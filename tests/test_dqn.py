@@ -297,3 +297,4 @@ def test_symmetry_augmentation_trains_on_symmetric_images_of_the_afterstates():
     _, obs, _ = trainer.last_batch  # the rows of the last ply, before augmentation
     images = {tuple(o[p]) for o in obs for p in make_game("3x3").symmetries}
     assert len(seen[-1]) == len(obs) and all(tuple(row) in images for row in seen[-1])
+    assert any(not np.array_equal(row, o) for row, o in zip(seen[-1], obs, strict=True))  # not the identity
