@@ -25,7 +25,8 @@ TINY = ["+experiment=dqn_33", "episodes=60", "eval_every=30", "eval_games=10", "
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
+def restore_threads():
+    # train() sets torch's thread count from cfg.threads
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
