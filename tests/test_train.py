@@ -10,12 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
+from ttt.agents.dqn import Trainer
 from ttt.checkpoint import load_checkpoint
+from ttt.games import make_game
 from ttt.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,10 +36,13 @@ def restore_threads():
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_every_dqn_experiment_composes(compose_train, name):
+def test_every_dqn_experiment_composes_and_builds_its_trainer(compose_train, name):
     cfg = compose_train([f"+experiment={name}"])
     assert cfg.agent.name == "dqn" and cfg.network.kind in ("structured", "mlp")
     assert cfg.episodes > 0 and cfg.num_envs >= 1
+    # the learner accepts the settings (check_config) and the network fits the board
+    trainer = Trainer(make_game(cfg.game.name), cfg.network, cfg.agent, 1, np.random.default_rng(0))
+    assert trainer.net(torch.zeros(1, trainer.game.num_cells)).shape == (1,)
 
 
 def test_experiment_names_the_board(compose_train):
