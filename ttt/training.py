@@ -117,6 +117,20 @@ class Run:
         self.writer.flush()
         return results
 
+    def periodic(self, player: Player, done: int, save) -> None:
+        """Every ``eval_every`` episodes before the last: evaluate ``player`` and ``save(done)``."""
+        every = int(self.cfg.eval_every)
+        if every and done % every == 0 and done < int(self.cfg.episodes):
+            self.evaluate(player, done)
+            save(done)
+
+    def finish(self, player: Player, episodes: int, save) -> dict[str, MatchResult]:
+        """At the end: ``save(episodes)``, the final evaluation, and a last progress line."""
+        save(episodes)
+        results = self.evaluate(player, episodes)
+        self.progress(episodes, "done", force=True)
+        return results
+
     def write_final(self, results: dict[str, MatchResult], extra: dict | None = None,
                     episodes: int | None = None) -> dict:
         """Write ``final_eval.json`` in the run directory; return what was written.

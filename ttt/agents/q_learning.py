@@ -192,7 +192,7 @@ def train(cfg, run) -> dict:
         player.meta = {"episode": episode, "config": run.config_dict()}
         player.save(path)
 
-    episodes, eval_every, log_every = int(cfg.episodes), int(cfg.eval_every), max(int(a.log_every), 1)
+    episodes, log_every = int(cfg.episodes), max(int(a.log_every), 1)
     sq_sum, updates = 0.0, 0
     t0 = time.perf_counter()
     run.log_rate(start)
@@ -211,13 +211,9 @@ def train(cfg, run) -> dict:
             run.log_rate(done)
             run.progress(done, f"eps {eps:.3f} states {states}")
             sq_sum, updates = 0.0, 0
-        if eval_every and done % eval_every == 0 and done < episodes:
-            run.evaluate(player, done)
-            save(done)
+        run.periodic(player, done, save)
     seconds = time.perf_counter() - t0
-    save(episodes)
-    results = run.evaluate(player, episodes)
-    run.progress(episodes, "done", force=True)
+    results = run.finish(player, episodes, save)
     extra = {"states": len(store), "storage": type(store).__name__, "final_epsilon": eps,
              "train_seconds": round(seconds, 2),
              "episodes_per_sec": round((episodes - start) / max(seconds, 1e-9), 1),

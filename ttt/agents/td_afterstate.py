@@ -284,7 +284,7 @@ def train(cfg, run) -> dict:
         player.meta = {"episode": episode, "config": run.config_dict()}
         player.save(path)
 
-    episodes, eval_every, log_every = int(cfg.episodes), int(cfg.eval_every), max(int(a.log_every), 1)
+    episodes, log_every = int(cfg.episodes), max(int(a.log_every), 1)
     outcomes = np.zeros(3, dtype=np.int64)  # first-player wins, draws, second-player wins since the last log
     t0 = time.perf_counter()
     run.log_rate(start)
@@ -309,13 +309,9 @@ def train(cfg, run) -> dict:
             run.progress(done, f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
                                f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {states}")
             outcomes[:] = 0
-        if eval_every and done % eval_every == 0 and done < episodes:
-            run.evaluate(player, done)
-            save(done)
+        run.periodic(player, done, save)
     seconds = time.perf_counter() - t0
-    save(episodes)
-    results = run.evaluate(player, episodes)
-    run.progress(episodes, "done", force=True)
+    results = run.finish(player, episodes, save)
     table_mb = sum(dict_nbytes(t) for t in tables) / 2**20
     run.log("train/table_megabytes", table_mb, episodes)
     extra = {"states": [len(t) for t in tables],
