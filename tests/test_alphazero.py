@@ -25,8 +25,8 @@ from ttt.agents.alphazero import (
 )
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
+from ttt.games.threats import completing_moves
 from ttt.players import make_player
-from ttt.players.fixed import completing_moves
 from ttt.train import train
 
 

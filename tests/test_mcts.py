@@ -11,8 +11,8 @@ import pytest
 from ttt.agents.mcts import MCTSPlayer, _Node, uct_scores
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
+from ttt.games.threats import completing_moves
 from ttt.players import PLAYERS, make_player
-from ttt.players.fixed import completing_moves
 
 
 def tactic_position(name: str, block: bool):

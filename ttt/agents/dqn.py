@@ -41,9 +41,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
+from ttt.games.threats import completing_moves
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
-from ttt.players.fixed import completing_moves
 from ttt.training import OPPONENT_PHASES, Run
 
 

@@ -29,9 +29,10 @@ import math
 import numpy as np
 
 from ttt.games import BatchedGames, Game, State, random_legal_actions
+from ttt.games.threats import completing_moves
 from ttt.players import PLAYERS
 from ttt.players.base import Player
-from ttt.players.fixed import BenchmarkPlayer, completing_moves
+from ttt.players.fixed import BenchmarkPlayer
 
 
 def uct_scores(q: np.ndarray, n: np.ndarray, c: float) -> np.ndarray:

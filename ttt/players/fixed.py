@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttt.games import BatchedGames, Game, State, random_legal_actions
+from ttt.games.threats import completing_moves
 from ttt.players.base import BatchPlayer, Player
 
 
@@ -19,26 +20,6 @@ class RandomPlayer(Player):
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         return random_legal_actions(games.legal_mask(), rng)
-
-
-def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
-    """(B, cells) bool: legal moves that complete a line of ``player`` (per row) at once.
-
-    A move completes a line when that line holds k-1 of the player's pieces and the move's cell is
-    the line's only empty cell.
-    """
-    lines = game.lines
-    vals = board[:, lines].astype(np.int16)  # (B, L, k)
-    own = (vals == player[:, None, None]).sum(-1)
-    empty = vals == 0
-    ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
-    # the empty cell of each ready line
-    hit = np.zeros(board.shape, dtype=bool)
-    b, li = np.nonzero(ready)
-    if len(b):
-        pos = empty[b, li].argmax(-1)
-        hit[b, lines[li, pos]] = True
-    return hit & legal
 
 
 class BenchmarkPlayer(BatchPlayer):

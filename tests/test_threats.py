@@ -1,0 +1,98 @@
+"""ttt.games.threats against explicit afterstates: wins, forced losses and forks on every board."""
+
+import numpy as np
+import pytest
+
+from ttt.games import BatchedGames, make_game, random_legal_actions
+from ttt.games.threats import completing_moves, move_tactics
+
+
+def random_positions(game, n, seed):
+    """Boards of n random games, each stopped at a random ply before its end (numpy arrays)."""
+    rng = np.random.default_rng(seed)
+    g = BatchedGames(game, n)
+    stop = rng.integers(0, game.num_cells, size=n)
+    boards, players = [], []
+    for ply in range(game.num_cells):
+        take = (stop == ply) & ~g.done
+        boards.append(g.board[take].copy())
+        players.append(g.to_play[take].copy())
+        if g.done.all():
+            break
+        g.step(random_legal_actions(g.legal_mask(), rng))
+    return np.concatenate(boards), np.concatenate(players)
+
+
+def brute_force(game, board, player):
+    """Masks computed from the explicit afterstate of every legal move."""
+    legal = _legal(game, board)
+    win = np.zeros(game.num_cells, bool)
+    loss = np.zeros(game.num_cells, bool)
+    fork = np.zeros(game.num_cells, bool)
+    for a in np.flatnonzero(legal):
+        after = board.copy()
+        after[a] = player
+        if completing_moves(board[None], np.array([player]), legal[None], game)[0, a]:
+            win[a] = True
+            continue
+        la = _legal(game, after)
+        theirs = completing_moves(after[None], np.array([-player]), la[None], game)[0]
+        mine = completing_moves(after[None], np.array([player]), la[None], game)[0]
+        loss[a] = theirs.any()
+        fork[a] = not theirs.any() and mine.sum() >= 2
+    return legal, win, loss, fork
+
+
+def _legal(game, board):
+    legal = board == 0
+    below = game.below
+    has = below >= 0
+    legal[has] &= board[below[has]] != 0
+    return legal
+
+
+@pytest.mark.parametrize("name", ["3x3", "4x4", "3x3x3", "4x4x4", "4x4x4_gravity"])
+def test_move_tactics_matches_explicit_afterstates(name):
+    game = make_game(name)
+    boards, players = random_positions(game, 300, seed=11)
+    legal = np.stack([_legal(game, b) for b in boards])
+    t = move_tactics(boards, players, legal, game)
+    counts = np.zeros(3, int)
+    for i in range(len(boards)):
+        _, win, loss, fork = brute_force(game, boards[i], players[i])
+        assert (t.win[i] == win).all(), (name, i)
+        assert (t.loss[i] == loss).all(), (name, i)
+        assert (t.fork[i] == fork).all(), (name, i)
+        counts += [win.any(), loss.any(), fork.any()]
+    # the sample holds positions of every kind, so each mask was really compared
+    assert (counts > 0).all(), counts
+
+
+def test_fork_and_loss_by_hand_on_3x3():
+    game = make_game("3x3")
+    x = np.array([1], np.int8)
+
+    def tactics(board):
+        board = np.array(board, dtype=np.int8)
+        return move_tactics(board[None], x, (board == 0)[None], game)
+
+    # O holds 1 and 4 and threatens 7: every X move but the block loses at once
+    t = tactics([1, -1, 0,
+                 0, -1, 0,
+                 0, 0, 1])
+    assert not t.win[0].any()
+    assert set(np.flatnonzero(t.loss[0])) == {2, 3, 5, 6}  # every legal move but the block, 7
+    assert not t.fork[0].any()
+    # X holds two corners, O the centre: the other corners each make two winning cells
+    t = tactics([1, 0, 0,
+                 0, -1, 0,
+                 0, 0, 1])
+    assert set(np.flatnonzero(t.fork[0])) == {2, 6}
+    assert not t.loss[0].any() and not t.win[0].any()
+    # X holds 0 and 4, O holds 7 and 8: X must take 6, which also makes two winning cells
+    t = tactics([1, 0, 0,
+                 0, 1, 0,
+                 0, -1, -1])
+    assert set(np.flatnonzero(t.win[0])) == set()  # 8 is taken by O
+    assert set(np.flatnonzero(t.loss[0])) == {1, 2, 3, 5}  # O completes 6-7-8 unless X takes 6
+    assert set(np.flatnonzero(t.fork[0])) == {6}  # 6 blocks and makes 2 (2-4-6) and 3 (0-3-6)
