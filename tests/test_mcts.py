@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from ttt.agents.mcts import MCTSPlayer, _Node, uct_scores
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.players import PLAYERS, make_player
+from ttt.players.mcts import MCTSPlayer
+from ttt.players.tree import Node, uct_scores
 
 
 def tactic_position(name: str, block: bool):
@@ -62,8 +63,7 @@ def test_terminal_node_has_its_true_value():
     won = game.state_from_board([1, 1, 1, -1, -1, 0, 0, 0, 0])
     lost = game.state_from_board([-1, -1, -1, 1, 1, 0, 1, 0, 0])
     full = game.state_from_board([1, -1, 1, 1, -1, -1, -1, 1, 1])
-    rng = np.random.default_rng(0)
-    assert _Node(won, rng).value == 1.0 and _Node(lost, rng).value == -1.0 and _Node(full, rng).value == 0.0
+    assert Node(won).value == 1.0 and Node(lost).value == -1.0 and Node(full).value == 0.0
 
 
 @pytest.mark.parametrize("name", list(BOARDS))
@@ -159,7 +159,7 @@ def test_beats_benchmark_on_4x4x4():
 
 
 def test_player_spec_for_benchmark_and_play():
-    from ttt.benchmark import load_agents
+    from ttt.specs import load_agents
 
     game, [(label, player)] = load_agents(["mcts:200"], "4x4x4")
     assert isinstance(player, MCTSPlayer) and player.simulations == 200 and game.name == "4x4x4"
