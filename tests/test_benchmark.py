@@ -13,8 +13,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import ttt.benchmark as bm
+import ttt.specs as specs
 from ttt.agents import AGENTS
 from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.cli import run_cli
 from ttt.elo import PairResult, expected_score, fit_elo
 from ttt.evaluate import play_match
 from ttt.games import make_game
@@ -163,20 +165,20 @@ def test_expected_errors_are_one_line(overrides, message):
 
 
 def test_missing_shipped_checkpoint_is_clear(monkeypatch, tmp_path):
-    monkeypatch.setattr(bm, "SHIPPED_CHECKPOINT", tmp_path / "dqn_444" / "checkpoint.pt")
+    monkeypatch.setattr(specs, "SHIPPED_CHECKPOINT", tmp_path / "dqn_444" / "checkpoint.pt")
     with pytest.raises(CheckpointError, match="shipped dqn_444 checkpoint is missing"):
         bm.benchmark(compose_benchmark())
 
 
 def test_parse_spec():
-    assert bm.parse_spec("random") == ("player", "random", {})
-    assert bm.parse_spec("alphabeta:2") == ("player", "alphabeta", {"depth": 2})
-    assert bm.parse_spec("alphabeta:depth=3") == ("player", "alphabeta", {"depth": 3})
-    assert bm.parse_spec({"name": "alphabeta", "depth": 1}) == ("player", "alphabeta", {"depth": 1})
-    assert bm.parse_spec("runs/x/checkpoint.pt") == ("checkpoint", "runs/x/checkpoint.pt", {})
-    assert bm.parse_spec({"checkpoint": "a.npz"}) == ("checkpoint", "a.npz", {})
-    assert bm.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
-    assert bm.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
+    assert specs.parse_spec("random") == ("player", "random", {})
+    assert specs.parse_spec("alphabeta:2") == ("player", "alphabeta", {"depth": 2})
+    assert specs.parse_spec("alphabeta:depth=3") == ("player", "alphabeta", {"depth": 3})
+    assert specs.parse_spec({"name": "alphabeta", "depth": 1}) == ("player", "alphabeta", {"depth": 1})
+    assert specs.parse_spec("runs/x/checkpoint.pt") == ("checkpoint", "runs/x/checkpoint.pt", {})
+    assert specs.parse_spec({"checkpoint": "a.npz"}) == ("checkpoint", "a.npz", {})
+    assert specs.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
+    assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
 
 
 def test_round_robin_fits_sorted_ratings(tmp_path):
@@ -246,7 +248,7 @@ def test_elo_perfect_score_is_finite_with_prior_and_errors():
 # ------------------------------------------------------------------ the command line
 def test_run_cli_turns_expected_errors_into_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        bm.run_cli(bm.benchmark, compose_benchmark("player=random", "opponents=[nosuch]"))
+        run_cli(bm.benchmark, compose_benchmark("player=random", "opponents=[nosuch]"))
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown player 'nosuch'; choose one of ") and err.count("\n") == 1

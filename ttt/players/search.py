@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ttt.games import Game, State
-from ttt.players import PLAYERS
 from ttt.players.base import Player
 
 WIN = 1_000_000
@@ -376,6 +375,3 @@ class PerfectPlayer(Player):
         """Every legal move's game-theoretic outcome for the mover: +1 win, 0 draw, -1 loss."""
         return {m: float(np.sign(v)) for m, v in self.move_scores(state).items()}
 
-
-PLAYERS["alphabeta"] = AlphaBetaPlayer
-PLAYERS["perfect"] = PerfectPlayer

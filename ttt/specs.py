@@ -1,0 +1,171 @@
+"""Player specs: how ``ttt.benchmark``, ``ttt.play`` and the tests name a player, and how a list of
+specs becomes players on one board.
+
+A *spec* is one of:
+
+* ``random``, ``benchmark``, ``perfect``: a player of ``ttt.players.PLAYERS`` with its default options;
+* ``alphabeta:2``, ``mcts:200``: a bare value after a colon sets the player's first option
+  (``depth``, ``simulations``); more values fill the next options in order;
+* ``'mcts:simulations=200:c=1.4'`` or ``{name: mcts, simulations: 200}``: options by name;
+* a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint: PATH}``: a saved learner
+  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it).
+
+Every error a user can cause (unknown player, bad option, board mismatch) is a one-line ValueError
+or CheckpointError.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ttt.agents import checkpoint_label, load_player
+from ttt.checkpoint import CheckpointError
+from ttt.games import BOARDS, Game, make_game
+from ttt.players import PLAYERS, Player, make_player, player_factory
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
+DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
+
+
+def _parse_value(text: str) -> Any:
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _is_checkpoint_path(text: str) -> bool:
+    return text.endswith((".pt", ".npz")) or "/" in text or "\\" in text
+
+
+def parse_spec(spec: Any) -> tuple[str, str, dict]:
+    """Split a player spec into (kind, target, options): kind ``"checkpoint"`` (target a path) or
+    ``"player"`` (target a registry name, options its keyword arguments)."""
+    if OmegaConf.is_config(spec):
+        spec = OmegaConf.to_container(spec, resolve=True)
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        if "checkpoint" in spec:
+            if len(spec) > 1:
+                raise ValueError(f"player spec {spec}: a checkpoint takes no options")
+            return "checkpoint", str(spec["checkpoint"]), {}
+        if "name" not in spec:
+            raise ValueError(f"player spec {spec}: needs a 'name' (or a 'checkpoint')")
+        name = str(spec.pop("name"))
+        return "player", name, spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"player spec {spec!r}: expected a name like 'alphabeta:2' or a checkpoint path")
+    spec = spec.strip()
+    if _is_checkpoint_path(spec):
+        return "checkpoint", spec, {}
+    name, *parts = spec.split(":")
+    options: dict[str, Any] = {}
+    positional = [p for p in parts if "=" not in p]
+    for part in parts:
+        if "=" in part:
+            key, value = part.split("=", 1)
+            options[key.strip()] = _parse_value(value.strip())
+    if positional:
+        names = _option_names(name)
+        if len(positional) > len(names):
+            raise ValueError(f"player spec {spec!r}: {name} takes the options ({', '.join(names) or 'none'})")
+        for key, value in zip(names, positional, strict=False):
+            if key in options:
+                raise ValueError(f"player spec {spec!r}: option {key!r} given twice")
+            options[key] = _parse_value(value)
+    return "player", name, options
+
+
+def _option_names(name: str) -> list[str]:
+    """The keyword options of a registered player, in order (the parameters after ``game``)."""
+    check_player_name(name)
+    params = list(inspect.signature(player_factory(name)).parameters.values())[1:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_player_name(name: str) -> None:
+    """Raise a one-line ValueError when ``name`` is not a known player."""
+    if name not in PLAYERS:
+        raise ValueError(f"unknown player {name!r}; choose one of {', '.join(sorted(PLAYERS))} or a checkpoint path")
+
+
+def spec_label(spec: Any) -> str:
+    """A short name for a spec in tables: the spec string itself, or name:key=value for dicts."""
+    kind, target, options = parse_spec(spec)
+    if kind == "checkpoint":
+        return checkpoint_label(target)
+    if isinstance(spec, str):
+        return spec.strip()
+    return ":".join([target, *(f"{k}={v}" for k, v in options.items())])
+
+
+def checkpoint_file(target: str) -> Path:
+    """``target``, or the ``checkpoint.pt`` / ``checkpoint.npz`` inside it when it is a run directory."""
+    path = Path(target)
+    if path.is_dir():
+        for name in ("checkpoint.pt", "checkpoint.npz"):
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
+def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tuple[str, Player]]]:
+    """Build the players of ``specs`` on one board; returns (game, [(label, player)]).
+
+    The board is ``game_name``, else the first checkpoint's, else 4x4x4. A checkpoint trained on
+    another board is a CheckpointError naming the file.
+    """
+    if game_name is not None and game_name not in BOARDS:
+        raise ValueError(f"unknown board {game_name!r}; choose one of {', '.join(BOARDS)}")
+    parsed = [parse_spec(s) for s in specs]
+    loaded: dict[int, Player] = {}
+    for i, (kind, target, _) in enumerate(parsed):
+        if kind == "checkpoint":
+            loaded[i] = load_player(checkpoint_file(target), game=game_name)
+            if game_name is None:
+                game_name = loaded[i].game.name
+            elif loaded[i].game.name != game_name:
+                raise CheckpointError(f"{target}: trained on board {loaded[i].game.name!r}, not {game_name!r}")
+    game = make_game(game_name or DEFAULT_GAME)
+    out = []
+    for i, (spec, (kind, target, options)) in enumerate(zip(specs, parsed, strict=True)):
+        if kind == "checkpoint":
+            player = loaded[i]
+        else:
+            check_player_name(target)
+            try:
+                player = make_player(target, game, **options)
+            except TypeError as e:  # an option the player does not take
+                raise ValueError(f"player {target!r}: {e}; options are ({', '.join(_option_names(target))})") from None
+        out.append((spec_label(spec), player))
+    return game, out
+
+
+def board_name(cfg: DictConfig) -> str | None:
+    """The board chosen with ``game=NAME``, or None."""
+    return None if cfg.game is None else str(cfg.game.name)
+
+
+def agent_spec(cfg: DictConfig) -> Any:
+    """The agent's spec from ``checkpoint`` / ``player``; the shipped checkpoint when neither is set."""
+    if cfg.checkpoint is not None and cfg.player is not None:
+        raise ValueError("give either checkpoint=PATH or player=NAME, not both")
+    if cfg.player is not None:
+        return cfg.player
+    if cfg.checkpoint is not None:
+        return {"checkpoint": str(cfg.checkpoint)}
+    if not SHIPPED_CHECKPOINT.is_file():
+        raise CheckpointError(f"{SHIPPED_CHECKPOINT}: the shipped dqn_444 checkpoint is missing; train it with "
+                              "`python -m ttt.train +experiment=dqn_444`, or choose checkpoint=PATH or player=NAME")
+    return {"checkpoint": str(SHIPPED_CHECKPOINT)}
