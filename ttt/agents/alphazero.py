@@ -42,6 +42,7 @@ from torch import nn
 
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game
+from ttt.nets.structured import build_body
 from ttt.players.base import Player
 
 
@@ -67,31 +68,20 @@ class Config:
 
 # ---------------------------------------------------------------------------- network
 class PolicyValueNet(nn.Module):
-    """(N, cells) boards from the mover's view -> (N, cells) policy logits and (N,) values in [-1, 1]."""
+    """(N, cells) boards from the mover's view -> (N, cells) policy logits and (N,) values in [-1, 1].
+
+    The trunk is ``ttt.nets.structured.build_body`` (PyTorch's default initialisation), then a policy
+    head and a Tanh value head.
+    """
 
     def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
                  detectors: int = 4, bias: bool = True) -> None:
         super().__init__()
-        cells = game.num_cells
-        hidden = [int(h) for h in hidden]
-        if kind == "structured":
-            from ttt.nets.structured import StructuredLayer
-
-            first: nn.Module = StructuredLayer(torch.tensor(np.array(game.lines)), cells, int(detectors), bias=bias)
-            sizes = [first.out_features, *hidden]
-        elif kind == "mlp":
-            if not hidden:
-                raise ValueError("an mlp trunk needs at least one hidden layer")
-            first = nn.Linear(cells, hidden[0], bias=bias)
-            sizes = hidden
-        else:
-            raise ValueError(f"unknown network kind {kind!r}; choose 'structured' or 'mlp'")
-        layers: list[nn.Module] = [first, nn.Tanh()]
-        for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-            layers += [nn.Linear(n_in, n_out, bias=bias), nn.Tanh()]
-        self.trunk = nn.Sequential(*layers)
-        self.policy = nn.Linear(sizes[-1], cells)  # heads keep their biases: priors and values need offsets
-        self.value = nn.Linear(sizes[-1], 1)
+        network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias}
+        first, layers, width = build_body(network, game, xavier=False)
+        self.trunk = nn.Sequential(first, nn.Tanh(), *layers)
+        self.policy = nn.Linear(width, game.num_cells)  # heads keep their biases: priors and values need offsets
+        self.value = nn.Linear(width, 1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.trunk(x)

@@ -6,8 +6,10 @@ to L*D units (76 lines x 4 detectors = 304 units on 4x4x4). It is computed as a 
 per-line product, never as a dense masked matrix, so off-block weights do not exist and cannot be
 trained. Lines come from the game, so one layer class serves every board.
 
-``build_value_net(network_cfg, game)`` builds the five networks of the paper from the ``network``
-config group: Xavier initialisation, Tanh activations, one output in [-1, 1].
+``build_body(network_cfg, game)`` builds the body every network here shares (the structured layer or
+a Linear one, then fully connected Tanh layers) from the ``network`` config group;
+``build_value_net`` puts one output in [-1, 1] on it (the five networks of the paper: Xavier
+initialisation, Tanh activations), and AlphaZero's policy-value network puts its two heads on it.
 """
 
 from __future__ import annotations
@@ -134,31 +136,47 @@ def _xavier_linear(n_in: int, n_out: int, bias: bool) -> nn.Linear:
     return layer
 
 
-def build_value_net(network_cfg, game) -> ValueNet:
-    """The value network a ``network`` config describes, for ``game``: (N, cells) -> (N,) in [-1, 1].
+def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.Module], int]:
+    """The body every network of the project shares, for ``game``: ``(first, layers, width)``.
 
-    ``network_cfg`` has ``kind`` (``structured`` or ``mlp``), ``detectors``, ``hidden`` (sizes of the
-    fully connected Tanh layers after the first) and ``bias``.
+    ``network`` is a ``network`` config (a DictConfig or a dict): ``kind`` (``structured``: the
+    line-detector layer with ``detectors`` units per line; ``mlp``: a Linear layer of ``hidden[0]``
+    units), ``hidden`` (sizes of the fully connected Tanh layers; for ``mlp`` the first is the first
+    layer's) and ``bias`` (default true). ``first`` is linear in the board and is followed by a Tanh;
+    ``layers`` are the Linear-Tanh pairs after it, ``width`` the size of the last. Linear layers get
+    Xavier-uniform weights and zero biases when ``xavier``, else PyTorch's default initialisation.
     """
-    kind, hidden, bias = str(network_cfg.kind), [int(h) for h in network_cfg.hidden], bool(network_cfg.bias)
+    kind, hidden = str(network["kind"]), [int(h) for h in network["hidden"]]
+    bias = bool(network.get("bias", True))
+
+    def linear(n_in: int, n_out: int) -> nn.Linear:
+        return _xavier_linear(n_in, n_out, bias) if xavier else nn.Linear(n_in, n_out, bias=bias)
+
     cells = game.num_cells
     if kind == "structured":
-        first: nn.Module = StructuredLayer(torch.tensor(game.lines), cells, int(network_cfg.detectors), bias)
+        first: nn.Module = StructuredLayer(torch.tensor(game.lines), cells, int(network.get("detectors", 4)), bias)
         sizes = [first.out_features, *hidden]
     elif kind == "mlp":
         if not hidden:
             raise ValueError("an mlp network needs at least one hidden layer")
-        first = _xavier_linear(cells, hidden[0], bias)
+        first = linear(cells, hidden[0])
         sizes = hidden
     else:
         raise ValueError(f"unknown network kind {kind!r}; choose 'structured' or 'mlp'")
     layers: list[nn.Module] = []
-    for i, (n_in, n_out) in enumerate(zip(sizes, [*sizes[1:], 1], strict=True)):
-        if i:
-            layers.append(nn.Tanh())
-        layers.append(_xavier_linear(n_in, n_out, bias))
-    layers.append(nn.Tanh())
-    return ValueNet(first, nn.Sequential(*layers))
+    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [linear(n_in, n_out), nn.Tanh()]
+    return first, layers, sizes[-1]
+
+
+def build_value_net(network_cfg, game) -> ValueNet:
+    """The value network a ``network`` config describes, for ``game``: (N, cells) -> (N,) in [-1, 1].
+
+    The body of ``build_body`` (Xavier initialisation), then one Tanh output unit.
+    """
+    first, layers, width = build_body(network_cfg, game)
+    out = _xavier_linear(width, 1, bool(network_cfg.get("bias", True)))
+    return ValueNet(first, nn.Sequential(*layers, out, nn.Tanh()))
 
 
 def count_parameters(module: nn.Module) -> int:
