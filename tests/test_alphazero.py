@@ -14,12 +14,9 @@ import torch
 from ttt.agents import load_player
 from ttt.agents.alphazero import (
     AlphaZeroPlayer,
-    Node,
     PolicyValueNet,
     ReplayBuffer,
     apply_symmetries,
-    backup,
-    puct_scores,
     run_search,
     visit_policy,
 )
@@ -27,6 +24,7 @@ from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.players import make_player
+from ttt.players.tree import PUCT, Node, backup, puct_scores
 from ttt.train import train
 
 
@@ -47,12 +45,12 @@ def test_puct_picks_the_hand_computed_child():
     np.testing.assert_allclose(puct_scores(q, p, n, 1.5), [0.375, 0.65, 0.5])
     node = Node(make_game("3x3").state_from_board([1, -1, 1, -1, 1, 0, 0, 0, -1]))  # X to move; 5, 6, 7 free
     node.prior, node.N, node.W = p, n, q * n
-    assert node.select(1.5) == 1
+    assert PUCT(1.5)(node) == 1
     node.N = np.array([3.0, 1.0, 1.0])  # now N_s = 5 and the third child has been tried: .2+.45*sqrt5/2 wins
     node.W = np.array([0.0, 0.2, -0.1])
     scores = puct_scores(node.q(), p, node.N, 1.5)
     np.testing.assert_allclose(scores[1], 0.2 + 1.5 * 0.3 * math.sqrt(5) / 2)
-    assert node.select(1.5) == int(np.argmax(scores)) == 1
+    assert PUCT(1.5)(node) == int(np.argmax(scores)) == 1
     # a fresh node (N_s = 0) follows its prior
     assert puct_scores(np.zeros(3), np.array([0.2, 0.5, 0.3]), np.zeros(3), 1.0).argmax() == 1
 

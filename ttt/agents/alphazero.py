@@ -2,7 +2,9 @@
 
 Reads top to bottom: settings (``Config``), network, search, self-play, training loop, player.
 
-Search. Every simulation walks down from the root choosing the move with the largest
+Search: the one tree search of ``ttt.players.tree`` with the ``PUCT`` rule and the network as the
+leaf evaluator (``NetworkEvaluator``). Every simulation walks down from the root choosing the move
+with the largest
 
     U(s, a) = Q(s, a) + c_puct * P(s, a) * sqrt(N_s) / (1 + N(s, a)),   N_s = sum_b N(s, b)
 
@@ -44,6 +46,7 @@ from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.nets.structured import build_body
 from ttt.players.base import Player
+from ttt.players.tree import PUCT, Node, expand, simulate
 
 
 @dataclass
@@ -100,65 +103,29 @@ def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tenso
 
 
 # ---------------------------------------------------------------------------- search
-def puct_scores(q: np.ndarray, prior: np.ndarray, n: np.ndarray, c_puct: float) -> np.ndarray:
-    """U(s, a) = Q(s, a) + c_puct * P(s, a) * sqrt(N_s) / (1 + N(s, a)) with N_s = max(sum_b N(s, b), 1)."""
-    return q + c_puct * prior * math.sqrt(max(float(n.sum()), 1.0)) / (1.0 + n)
+class NetworkEvaluator:
+    """The leaf evaluator of the search (``ttt.players.tree``): one network call for all the leaves
+    gives their priors (illegal cells masked) and their values, returned on the first player's scale
+    (``v(s)`` is from the mover's view, so it is multiplied by ``to_play``)."""
 
+    def __init__(self, net: PolicyValueNet) -> None:
+        self.net = net
 
-class Node:
-    """A position of the search tree; statistics are per legal move, from the view of ``to_play``."""
-
-    __slots__ = ("state", "to_play", "actions", "prior", "N", "W", "children", "value")
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.to_play = state.to_play()
-        self.actions = np.array(state.legal_actions(), dtype=np.int64)
-        self.prior: np.ndarray | None = None  # set when the network has evaluated the node
-        self.N = np.zeros(len(self.actions))
-        self.W = np.zeros(len(self.actions))
-        self.children: list[Node | None] = [None] * len(self.actions)
-        # the true result (+1 first player won, -1 second, 0 draw) when the game is over here
-        self.value: float | None = float(state.winner()) if state.is_terminal() else None
-
-    def q(self) -> np.ndarray:
-        return np.divide(self.W, self.N, out=np.zeros_like(self.W), where=self.N > 0)
-
-    def select(self, c_puct: float) -> int:
-        """Index (into ``actions``) of the move with the largest PUCT score."""
-        return int(np.argmax(puct_scores(self.q(), self.prior, self.N, c_puct)))
-
-    def child(self, idx: int) -> Node:
-        if self.children[idx] is None:
-            self.children[idx] = Node(self.state.apply(int(self.actions[idx])))
-        return self.children[idx]
-
-
-def backup(path: list[tuple[Node, int]], result: float) -> None:
-    """Add ``result`` (+1 first player won, -1 second, or a value on that scale) to every move on
-    ``path``, signed for the player who chose it."""
-    for node, idx in path:
-        node.N[idx] += 1.0
-        node.W[idx] += result * node.to_play
-
-
-@torch.no_grad()
-def evaluate_nodes(net: PolicyValueNet, nodes: list[Node]) -> np.ndarray:
-    """Set the priors of ``nodes`` from one network call; return their values as results on the
-    first player's scale (``v(s)`` is from the mover's view, so it is multiplied by ``to_play``)."""
-    if not nodes:
-        return np.zeros(0)
-    obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
-    signs = torch.as_tensor([float(n.to_play) for n in nodes])
-    obs = obs * signs[:, None]
-    legal = obs.new_zeros(obs.shape, dtype=torch.bool)
-    for i, n in enumerate(nodes):
-        legal[i, torch.as_tensor(n.actions)] = True
-    logits, v = net(obs)
-    probs = torch.softmax(logits.masked_fill(~legal, -1e9), dim=-1).numpy().astype(np.float64)
-    for i, n in enumerate(nodes):
-        n.prior = probs[i, n.actions]
-    return (v * signs).numpy().astype(np.float64)
+    @torch.no_grad()
+    def __call__(self, nodes: list[Node], rng: np.random.Generator | None = None) -> np.ndarray:
+        if not nodes:
+            return np.zeros(0)
+        obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
+        signs = torch.as_tensor([float(n.to_play) for n in nodes])
+        obs = obs * signs[:, None]
+        legal = obs.new_zeros(obs.shape, dtype=torch.bool)
+        for i, n in enumerate(nodes):
+            legal[i, torch.as_tensor(n.actions)] = True
+        logits, v = self.net(obs)
+        probs = torch.softmax(logits.masked_fill(~legal, -1e9), dim=-1).numpy().astype(np.float64)
+        for i, n in enumerate(nodes):
+            n.prior = probs[i, n.actions]
+        return (v * signs).numpy().astype(np.float64)
 
 
 def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct: float,
@@ -168,30 +135,14 @@ def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct:
 
     With ``dirichlet_epsilon > 0`` (and ``rng``) Dirichlet noise is mixed into each root prior.
     """
-    fresh = [r for r in roots if r.prior is None and r.value is None]
-    evaluate_nodes(net, fresh)
+    evaluate = NetworkEvaluator(net)
+    expand([r for r in roots if not r.expanded], evaluate)
     if dirichlet_epsilon > 0:
         for r in roots:
             if r.value is None:
                 noise = rng.dirichlet(np.full(len(r.actions), dirichlet_alpha))
                 r.prior = (1 - dirichlet_epsilon) * r.prior + dirichlet_epsilon * noise
-    live = [r for r in roots if r.value is None]
-    for _ in range(simulations):
-        paths, leaves = [], []
-        for root in live:
-            node, path = root, []
-            while node.value is None and node.prior is not None:
-                idx = node.select(c_puct)
-                path.append((node, idx))
-                node = node.child(idx)
-            paths.append(path)
-            leaves.append(node)
-        todo = [i for i, leaf in enumerate(leaves) if leaf.value is None]
-        values = evaluate_nodes(net, [leaves[i] for i in todo])
-        results = np.array([leaf.value if leaf.value is not None else 0.0 for leaf in leaves])
-        results[todo] = values
-        for path, r in zip(paths, results, strict=True):
-            backup(path, r)
+    simulate(roots, simulations, PUCT(c_puct), evaluate, rng)
 
 
 def visit_policy(root: Node, temperature: float, num_cells: int) -> np.ndarray:
@@ -406,11 +357,9 @@ class AlphaZeroPlayer(Player):
         q = root.q()
         unvisited = [i for i in range(len(root.actions)) if root.N[i] == 0]
         children = [root.child(i) for i in unvisited]
-        known = [c.value * root.to_play if c.value is not None else None for c in children]
-        values = evaluate_nodes(self.net, [c for c, k in zip(children, known, strict=True) if k is None])
-        it = iter(values)
-        for i, k in zip(unvisited, known, strict=True):
-            q[i] = k if k is not None else float(next(it)) * root.to_play
+        values = expand(children, NetworkEvaluator(self.net))  # the true result where the game is over
+        for i, v in zip(unvisited, values, strict=True):
+            q[i] = float(v) * root.to_play
         return {int(a): float(v) for a, v in zip(root.actions, q, strict=True)}
 
     def save(self, path) -> None:
