@@ -38,11 +38,23 @@ def state_after(board: str, moves: list[int]):
 # ------------------------------------------------------------------ registry
 def test_registry_has_search_players():
     g = make_game("3x3")
-    assert {"random", "benchmark", "alphabeta", "perfect"} <= set(PLAYERS)
+    assert {"random", "benchmark", "alphabeta", "perfect", "mcts"} <= set(PLAYERS)
     assert isinstance(make_player("alphabeta", g, depth=2), AlphaBetaPlayer)
     assert isinstance(make_player("perfect", g), PerfectPlayer)
     with pytest.raises(ValueError, match="unknown player"):
         make_player("nobody", g)
+
+
+def test_table_entries_by_path_are_imported_when_asked_for(monkeypatch):
+    from ttt.specs import parse_spec
+
+    g = make_game("3x3")
+    monkeypatch.setitem(PLAYERS, "later", "ttt.players.search:AlphaBetaPlayer")
+    assert isinstance(make_player("later", g, depth=1), AlphaBetaPlayer)
+    assert parse_spec("later:2") == ("player", "later", {"depth": 2})  # its options are its class's
+    monkeypatch.setitem(PLAYERS, "missing", "ttt_no_such_package.bots:Bot")
+    with pytest.raises(ValueError, match="player 'missing' needs the package 'ttt_no_such_package'"):
+        make_player("missing", g)
 
 
 def test_perfect_refuses_unsolved_boards_clearly():

@@ -1,10 +1,15 @@
-"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,search,train] [seconds=S]``.
+"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,search,train,mcts_vs_openspiel]
+[seconds=S] [simulations=N]``.
 
 Prints plies per second of batched random play on every board (section ``engine``), milliseconds
-per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``) and
-training episodes per second of the structured network on 4x4x4 against random (section ``train``).
-With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec},
-"search": {"BOARD depth D": ms_per_move}, "train": {...}}``.
+per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``), training
+episodes per second of the structured network on 4x4x4 against random (section ``train``), and
+milliseconds per move of the ``mcts`` player beside OpenSpiel's pure-Python ``MCTSBot`` (random
+rollouts, ``solve=False``) at the same number of simulations (default 1,000) on the same 3x3, 4x4 and
+Qubic positions (section ``mcts_vs_openspiel``; OpenSpiel's side is skipped, with a note, when
+``open_spiel`` is not installed). With ``output=FILE.json`` it also writes ``{"engine": {board:
+plies_per_sec}, "search": {"BOARD depth D": ms_per_move}, "train": {...}, "mcts_vs_openspiel":
+{"BOARD mcts": ms_per_move, "BOARD openspiel": ms_per_move}}``.
 """
 
 from __future__ import annotations
@@ -64,38 +69,132 @@ def search_section(seconds: float) -> dict[str, float]:
             for board in ("4x4x4", "4x4x4_gravity") for depth in (1, 2, 3)}
 
 
+# the boards OpenSpiel has, by the name of its game; its action numbers are the cell numbers here
+OPENSPIEL_GAMES = {"3x3": "tic_tac_toe", "4x4": "mnk(m=4,n=4,k=4)", "4x4x4": "gomoku(size=4,dims=3,connect=4)"}
+OPENSPIEL_UCT_C = 2.0  # the exploration constant of OpenSpiel's own MCTS examples
+
+
+def quiet_positions(board: str, plies: tuple[int, ...] = (0, 2, 4), seed: int = 0) -> list[list[int]]:
+    """Move sequences of ``plies`` random moves after which neither side can complete a line at once
+    (so no search can answer without simulating)."""
+    from ttt.games.bitboard import bitboards
+
+    game, bits = make_game(board), bitboards(make_game(board))
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in plies:
+        while True:
+            state, moves = game.initial_state(), []
+            for _ in range(n):
+                moves.append(int(rng.choice(state.legal_actions())))
+                state = state.apply(moves[-1])
+            first, second = bits.masks(state.board)
+            playable = bits.playable(first, second)
+            threats = bits.completing(first, second) | bits.completing(second, first)
+            if not state.is_terminal() and not threats & playable:
+                out.append(moves)
+                break
+    return out
+
+
+def mcts_vs_openspiel(board: str, simulations: int = 1000, seconds: float = 2.0, seed: int = 0) -> dict[str, float]:
+    """Mean milliseconds per move of ``mcts`` and, when ``open_spiel`` is installed, of OpenSpiel's
+    ``MCTSBot`` (one random rollout per leaf, ``solve=False``) at ``simulations`` on the
+    ``quiet_positions`` of ``board``. The two alternate move by move, in rounds over the positions,
+    until each has searched for about ``seconds``."""
+    from ttt.players.mcts import MCTSPlayer
+
+    game = make_game(board)
+    positions = quiet_positions(board, seed=seed)
+    rng = np.random.default_rng(seed)
+    ours = MCTSPlayer(game, simulations=simulations)
+    bots = {"mcts": lambda moves: ours.act(_replay(game, moves), rng)}
+    try:
+        import pyspiel
+        from open_spiel.python.algorithms import mcts as openspiel_mcts
+    except ImportError:
+        print(f"mcts_vs_openspiel: open_spiel is not installed; {board} measures mcts alone", file=sys.stderr)
+    else:
+        spiel_game = pyspiel.load_game(OPENSPIEL_GAMES[board])
+        random_state = np.random.RandomState(seed)
+        evaluator = openspiel_mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=random_state)
+        bot = openspiel_mcts.MCTSBot(spiel_game, OPENSPIEL_UCT_C, simulations, evaluator, solve=False,
+                                     random_state=random_state)
+
+        def spiel_move(moves: list[int]) -> int:
+            state = spiel_game.new_initial_state()
+            for m in moves:
+                state.apply_action(m)
+            assert state.legal_actions() == _replay(game, moves).legal_actions(), "cell numbers differ"
+            return bot.step(state)
+
+        bots["openspiel"] = spiel_move
+    spent = dict.fromkeys(bots, 0.0)
+    moves = dict.fromkeys(bots, 0)
+    while min(spent.values()) < seconds or min(moves.values()) < len(positions):
+        for position in positions:
+            for name, move in bots.items():
+                t0 = time.perf_counter()
+                move(position)
+                spent[name] += time.perf_counter() - t0
+                moves[name] += 1
+    return {f"{board} {name}": 1000 * spent[name] / moves[name] for name in bots}
+
+
+def _replay(game, moves: list[int]):
+    state = game.initial_state()
+    for m in moves:
+        state = state.apply(m)
+    return state
+
+
+def mcts_vs_openspiel_section(seconds: float, simulations: int = 1000) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for board in OPENSPIEL_GAMES:
+        out.update(mcts_vs_openspiel(board, simulations, seconds))
+    return out
+
+
 def train_section(seconds: float) -> dict[str, float]:
     from ttt.agents.dqn import training_throughput
 
     return {f"num_envs_{n}": training_throughput(num_envs=n, seconds=seconds) for n in (1, 256)}
 
 
-SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section}
-UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f")}
+SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section,
+            "mcts_vs_openspiel": mcts_vs_openspiel_section}
+UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f"),
+         "mcts_vs_openspiel": ("ms/move", ",.1f")}
 
 
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
-    opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3"}
+    opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3", "simulations": "1000"}
     for arg in argv:
         if arg in ("-h", "--help"):
             print(__doc__)
             sys.exit(0)
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S")
+            sys.exit(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S, "
+                     "simulations=N")
         opts[key] = value
     import torch
 
     torch.set_num_threads(1)
     out: dict = {}
-    for name in opts["sections"].split(","):
+    names = opts["sections"].split(",")
+    width = max(map(len, names))
+    for name in names:
         if name not in SECTIONS:
             sys.exit(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
-        out[name] = SECTIONS[name](float(opts["seconds"]))
+        if name == "mcts_vs_openspiel":
+            out[name] = mcts_vs_openspiel_section(float(opts["seconds"]), int(opts["simulations"]))
+        else:
+            out[name] = SECTIONS[name](float(opts["seconds"]))
         unit, fmt = UNITS[name]
         for key, value in out[name].items():
-            print(f"{name:7s} {key:22s} {value:14{fmt}} {unit}", flush=True)
+            print(f"{name:{width}s} {key:22s} {value:14{fmt}} {unit}", flush=True)
     if opts["output"]:
         with open(opts["output"], "w") as f:
             json.dump(out, f, indent=2)

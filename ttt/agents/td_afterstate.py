@@ -92,14 +92,9 @@ def centre_cells(game: Game) -> frozenset[int]:
     return frozenset(int(c) for c in range(game.num_cells) if all(int(x) in mid for x in game.coords[c]))
 
 
-@cache
-def _lines_through(game: Game) -> list[list[tuple[int, ...]]]:
-    return [[tuple(int(x) for x in game.lines[li]) for li in game.cell_lines[c]] for c in range(game.num_cells)]
-
-
 def blocks_line(game: Game, board: tuple[int, ...], action: int, mover: int) -> bool:
     """Whether ``action`` fills the only empty cell of a line the opponent holds otherwise."""
-    return any(all(board[c] == -mover for c in line if c != action) for line in _lines_through(game)[action])
+    return any(all(board[c] == -mover for c in line if c != action) for line in game.lines_through[action])
 
 
 def move_reward(game: Game, state: State, action: int, a: Config) -> float:

@@ -85,6 +85,12 @@ class Game:
         return [tuple(x) for x in inc]
 
     @cached_property
+    def lines_through(self) -> list[tuple[tuple[int, ...], ...]]:
+        """For every cell, the cells of each line through it, as Python ints (for per-move loops)."""
+        lines = [tuple(int(c) for c in line) for line in self.lines]
+        return [tuple(lines[li] for li in self.cell_lines[c]) for c in range(self.num_cells)]
+
+    @cached_property
     def incidence(self) -> np.ndarray:
         """(cells, lines) bool matrix: incidence[c, l] is True when cell c lies on line l."""
         m = np.zeros((self.num_cells, len(self.lines)), dtype=bool)
@@ -217,7 +223,10 @@ class State:
     def legal_actions(self) -> list[int]:
         if self.is_terminal():
             return []
-        b, below = self.board, self.game.below
+        b = self.board
+        if not self.game.gravity:
+            return [a for a, v in enumerate(b) if v == 0]
+        below = self.game.below
         return [a for a in range(len(b)) if b[a] == 0 and (below[a] < 0 or b[below[a]] != 0)]
 
     def legal_mask(self) -> np.ndarray:
@@ -250,7 +259,7 @@ class State:
         p = self._to_play
         board = self.board[:action] + (p,) + self.board[action + 1:]
         g = self.game
-        won = any(all(board[c] == p for c in g.lines[li]) for li in g.cell_lines[action])
+        won = any(all(board[c] == p for c in line) for line in g.lines_through[action])
         return State(g, board, -p, p if won else 0, self.num_moves + 1, action)
 
     def array(self) -> np.ndarray:

@@ -46,12 +46,14 @@ class Node:
     UCT rule has still to try, in its random order.
     """
 
-    __slots__ = ("state", "to_play", "actions", "N", "W", "children", "value", "prior", "expanded", "untried")
+    __slots__ = ("state", "to_play", "moves", "actions", "N", "W", "children", "value", "prior", "expanded",
+                 "untried")
 
     def __init__(self, state: State) -> None:
         self.state = state
         self.to_play = state.to_play()
-        self.actions = np.array(state.legal_actions(), dtype=np.int64)
+        self.moves = state.legal_actions()  # ``actions`` as Python ints, for the loops of the search
+        self.actions = np.array(self.moves, dtype=np.int64)
         self.N = np.zeros(len(self.actions))
         self.W = np.zeros(len(self.actions))
         self.children: list[Node | None] = [None] * len(self.actions)
@@ -68,7 +70,7 @@ class Node:
         """The node after move ``actions[idx]``, created on first use."""
         node = self.children[idx]
         if node is None:
-            node = self.children[idx] = Node(self.state.apply(int(self.actions[idx])))
+            node = self.children[idx] = Node(self.state.apply(self.moves[idx]))
         return node
 
 
@@ -136,16 +138,15 @@ def backup(path: list[tuple[Node, int]], result: float) -> None:
         node.W[idx] += result * node.to_play
 
 
-def expand(nodes: list[Node], evaluate: Evaluator, rng: np.random.Generator | None = None) -> np.ndarray:
+def expand(nodes: list[Node], evaluate: Evaluator, rng: np.random.Generator | None = None) -> list[float]:
     """Score the unfinished ``nodes`` with ``evaluate`` and mark them expanded; returns every node's
     result (the known value where the game is over)."""
-    results = np.array([n.value if n.value is not None else 0.0 for n in nodes])
-    todo = [i for i, n in enumerate(nodes) if n.value is None]
-    if todo:
-        results[todo] = evaluate([nodes[i] for i in todo], rng)
-        for i in todo:
-            nodes[i].expanded = True
-    return results
+    open_ = [n.value is None for n in nodes]
+    todo = [n for n, o in zip(nodes, open_, strict=True) if o]
+    values = iter(evaluate(todo, rng) if todo else ())
+    for n in todo:
+        n.expanded = True
+    return [float(next(values)) if o else n.value for n, o in zip(nodes, open_, strict=True)]
 
 
 def simulate(roots: list[Node], simulations: int, select: Callable[[Node, np.random.Generator | None], int],
@@ -166,5 +167,5 @@ def simulate(roots: list[Node], simulations: int, select: Callable[[Node, np.ran
                 node = node.child(idx)
             paths.append(path)
             leaves.append(node)
-        for path, result in zip(paths, expand(leaves, evaluate, rng).tolist(), strict=True):
+        for path, result in zip(paths, expand(leaves, evaluate, rng), strict=True):
             backup(path, result)
