@@ -40,7 +40,7 @@ def test_every_dqn_experiment_composes_and_builds_its_trainer(compose_train, nam
     cfg = compose_train([f"+experiment={name}"])
     assert cfg.agent.name == "dqn" and cfg.network.kind in ("structured", "mlp")
     assert cfg.episodes > 0 and cfg.num_envs >= 1
-    # the learner accepts the settings (check_config) and the network fits the board
+    # the learner accepts the settings (Config checks them) and the network fits the board
     trainer = Trainer(make_game(cfg.game.name), cfg.network, cfg.agent, 1, np.random.default_rng(0))
     assert trainer.net(torch.zeros(1, trainer.game.num_cells)).shape == (1,)
 
@@ -179,3 +179,36 @@ def test_run_periodic_and_finish_evaluate_and_save_at_the_right_episodes(compose
     run.close()
     assert saved == [2, 4, 6]
     assert set(results) == {"random", "benchmark"} and results["random"].both.games == 4
+
+
+# every learner reads its settings through agent_settings and rejects a bad value the same way
+BAD_SETTINGS = [
+    ("+experiment=dqn_33", "ttt.agents.dqn", "agent.loss=hubber", "agent.loss='hubber': choose one of huber, mse"),
+    ("+experiment=dqn_33", "ttt.agents.dqn", "agent.epsilon=5", r"agent.epsilon=5.0: must be in \[0, 1\]"),
+    ("+experiment=alphazero_33", "ttt.agents.alphazero", "agent.policy_target=visit",
+     "agent.policy_target='visit': choose one of played, visits"),
+    ("+experiment=alphazero_33", "ttt.agents.alphazero", "agent.simulations=0", "agent.simulations=0: must be >= 1"),
+    ("+experiment=qlearn_33", "ttt.agents.q_learning", "agent.storage=disk",
+     "agent.storage='disk': choose one of auto, dense, sparse"),
+    ("+experiment=td_33_boltzmann", "ttt.agents.td_afterstate", "agent.update=td1",
+     "agent.update='td1': choose one of backward, td0"),
+    ("+experiment=vi_33", "ttt.agents.value_iteration", "agent.selfplay_epsilon=-1",
+     r"agent.selfplay_epsilon=-1.0: must be in \[0, 1\]"),
+]
+
+
+@pytest.mark.parametrize("experiment, module, override, message", BAD_SETTINGS)
+def test_every_learner_rejects_bad_settings_the_same_way(compose_train, experiment, module, override, message):
+    import importlib
+
+    from ttt.config import agent_settings
+
+    schema = importlib.import_module(module).Config
+    good = agent_settings(compose_train([experiment]).agent, schema)
+    assert isinstance(good, schema)  # the shipped settings pass
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        agent_settings(compose_train([experiment, override]).agent, schema)
+    with pytest.raises(ValueError, match=f"^{message}$"):  # and the training entry point stops on it
+        train(compose_train([experiment, override]))
+    with pytest.raises(ValueError, match="agent.lrr: not a setting of"):  # e.g. settings stored in a checkpoint
+        agent_settings({"lrr": 0.1}, schema)

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.config import agent_settings, check_choice, check_range
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.nets.structured import build_body
 from ttt.players.base import Player
@@ -67,6 +68,17 @@ class Config:
     weight_decay: float = 1e-4
     augment: bool = True  # random board symmetry per sampled example
     policy_target: str = "played"  # "played": pi at the move's temperature; "visits": visit distribution
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on values the schema's types cannot rule out."""
+        check_choice(self, "policy_target", ("played", "visits"))
+        for key in ("simulations", "eval_simulations", "batch_size", "buffer_size"):
+            check_range(self, key, 1)
+        for key in ("c_puct", "dirichlet_alpha", "sample_reuse"):
+            check_range(self, key, 0.0, low_open=True)
+        check_range(self, "dirichlet_epsilon", 0.0, 1.0)
+        for key in ("temperature_moves", "lr", "weight_decay"):
+            check_range(self, key, 0)
 
 
 # ---------------------------------------------------------------------------- network
@@ -248,7 +260,7 @@ def train(cfg, run) -> dict:
     ``eval_every`` games; checkpoint at every evaluation and at the end."""
     from omegaconf import OmegaConf
 
-    acfg = Config(**OmegaConf.to_container(cfg.agent, resolve=True))
+    acfg = agent_settings(cfg.agent, Config)
     game = run.game
     network = OmegaConf.to_container(cfg.network, resolve=True)
     net = build_net(game, network)
@@ -371,7 +383,7 @@ class AlphaZeroPlayer(Player):
 def player_from_checkpoint(payload: dict) -> AlphaZeroPlayer:
     """The PUCT player of a loaded ``alphazero`` checkpoint (``eval_simulations`` per move)."""
     game = make_game(payload["game"])
-    acfg = Config(**payload["agent"])
+    acfg = agent_settings(payload["agent"], Config)
     net = build_net(game, payload["network"])
     net.load_state_dict(payload["model"])
     return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, dict(payload["network"]))

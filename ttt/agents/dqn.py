@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ttt.config import agent_settings, check_choice, check_range
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.threats import completing_moves
 from ttt.nets.structured import ValueNet, build_value_net
@@ -70,21 +71,22 @@ class Config:
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on values the schema's types cannot rule out."""
+        for key in ("opponent", "opponent_after"):
+            check_choice(self, key, OPPONENTS)
+        check_choice(self, "optimizer", ("adam", "sgd"))
+        check_choice(self, "loss", ("huber", "mse"))
+        check_range(self, "lr", 0.0)
+        check_range(self, "gamma", 0.0, 1.0)
+        for key in ("epsilon", "epsilon_final", "frozen_epsilon", "benchmark_fraction"):
+            check_range(self, key, 0.0, 1.0)
+        for key in ("epsilon_decay_episodes", "switch_episode", "refresh_every"):
+            check_range(self, key, 0)
+        check_range(self, "final_eval_games", 1)
+
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
-
-
-def check_config(a) -> None:
-    """Fail early, naming the key, on values the schema's types cannot rule out."""
-    for key in ("opponent", "opponent_after"):
-        if getattr(a, key) not in OPPONENTS:
-            raise ValueError(f"agent.{key}={getattr(a, key)!r}: choose one of {', '.join(OPPONENTS)}")
-    if a.optimizer not in ("adam", "sgd"):
-        raise ValueError(f"agent.optimizer={a.optimizer!r}: choose adam or sgd")
-    if a.loss not in ("huber", "mse"):
-        raise ValueError(f"agent.loss={a.loss!r}: choose huber or mse")
-    if not 0.0 <= a.benchmark_fraction <= 1.0:
-        raise ValueError(f"agent.benchmark_fraction={a.benchmark_fraction}: must be in [0, 1]")
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -146,8 +148,7 @@ class Trainer:
     def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng: np.random.Generator,
                  net: ValueNet | None = None) -> None:
         # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
-        agent_cfg = agent_cfg if isinstance(agent_cfg, Config) else Config(**OmegaConf.to_container(agent_cfg))
-        check_config(agent_cfg)
+        agent_cfg = agent_settings(agent_cfg, Config)
         self.game, self.a, self.rng = game, agent_cfg, rng
         self.net = build_value_net(network_cfg, game) if net is None else net
         self.optimizer = make_optimizer(agent_cfg, self.net)

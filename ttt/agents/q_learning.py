@@ -39,7 +39,6 @@ from ttt.agents.tabular import (
     DenseRows,
     SparseRows,
     TablePlayer,
-    agent_settings,
     check_board,
     exponential_epsilon,
     greedy_index,
@@ -48,6 +47,7 @@ from ttt.agents.tabular import (
     step_epsilon,
 )
 from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.config import agent_settings, check_choice, check_range
 from ttt.games import FIRST, Game, State, make_game
 
 
@@ -66,6 +66,18 @@ class Config:
     symmetric: bool = False  # one row per symmetry class of states
     dense_limit_mb: float = 64.0  # auto: dense when the table fits in this
     log_every: int = 1000  # episodes between train/* scalars
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on values the schema's types cannot rule out."""
+        check_choice(self, "epsilon_schedule", ("exponential", "step"))
+        check_choice(self, "storage", ("auto", "dense", "sparse"))
+        for key in ("alpha0", "eps0", "step_factor"):
+            check_range(self, key, 0.0, 1.0)
+        check_range(self, "gamma", 0.0, 1.0)
+        for key in ("adapt_rate", "kappa", "dense_limit_mb"):
+            check_range(self, key, 0.0)
+        for key in ("step_every", "log_every"):
+            check_range(self, key, 1)
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -175,7 +187,7 @@ def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.
 def train(cfg, run) -> dict:
     """Self-play Q-learning for ``cfg.episodes`` games; evaluates every ``cfg.eval_every``."""
     game = run.game
-    a = agent_settings(cfg)
+    a = agent_settings(cfg.agent, Config)
     rng = np.random.default_rng(int(cfg.seed))
     rss0 = peak_rss_mb()
     store = make_store(game, a.storage, a.dense_limit_mb)

@@ -21,14 +21,6 @@ from ttt.players.base import BatchPlayer
 MAX_CELLS = 39  # 3**cells must fit in an int64 key
 
 
-def agent_settings(cfg):
-    """The agent section of a composed config as its plain ``Config`` dataclass: attribute access
-    on a DictConfig costs microseconds, too much inside a move loop."""
-    from omegaconf import DictConfig, OmegaConf
-
-    return OmegaConf.to_object(cfg.agent) if isinstance(cfg.agent, DictConfig) else cfg.agent
-
-
 def check_board(game: Game, learner: str) -> None:
     """Tabular learners key positions by 64-bit ternary hashes: boards up to 39 cells."""
     if game.num_cells > MAX_CELLS:

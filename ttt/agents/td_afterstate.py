@@ -44,7 +44,6 @@ import numpy as np
 from ttt.agents.tabular import (
     BoardKeys,
     TablePlayer,
-    agent_settings,
     arrays_to_dict,
     boltzmann_index,
     check_board,
@@ -57,6 +56,7 @@ from ttt.agents.tabular import (
     progress_epsilon,
 )
 from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.config import agent_settings, check_choice, check_range
 from ttt.games import FIRST, Game, State, make_game
 
 
@@ -75,13 +75,16 @@ class Config:
     init_value: float = 0.0  # value of an afterstate not seen yet
     log_every: int = 1000  # episodes between train/* scalars
 
-
-def check_settings(a: Config) -> None:
-    """Fail early, naming the key, on a setting the loop would not understand."""
-    for key, allowed in (("update", ("backward", "td0")), ("exploration", ("epsilon", "boltzmann")),
-                         ("rewards", ("plain", "shaped")), ("learners", (1, 2))):
-        if getattr(a, key) not in allowed:
-            raise ValueError(f"td_afterstate: {key} must be one of {allowed}, got {getattr(a, key)!r}")
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on a setting the loop would not understand."""
+        for key, allowed in (("update", ("backward", "td0")), ("exploration", ("epsilon", "boltzmann")),
+                             ("rewards", ("plain", "shaped")), ("learners", (1, 2))):
+            check_choice(self, key, allowed)
+        for key in ("lr", "gamma", "exp_rate"):
+            check_range(self, key, 0.0, 1.0)
+        for key in ("tau_start", "tau_end"):
+            check_range(self, key, 0.0, low_open=True)
+        check_range(self, "log_every", 1)
 
 
 # ---------------------------------------------------------------------- rewards
@@ -258,8 +261,7 @@ def train(cfg, run) -> dict:
     """Self-play TD learning of afterstate values for ``cfg.episodes`` games."""
     game = run.game
     check_board(game, "td_afterstate")
-    a = agent_settings(cfg)
-    check_settings(a)
+    a = agent_settings(cfg.agent, Config)
     rng = np.random.default_rng(int(cfg.seed))
     rss0 = peak_rss_mb()
     keys = BoardKeys(game)
@@ -323,4 +325,4 @@ def player_from_checkpoint(payload: dict) -> TDPlayer:
     game = make_game(payload["game"])
     tables = [arrays_to_dict(payload[f"keys_{i}"], payload[f"values_{i}"]) for i in range(int(payload["learners"]))]
     meta = {k: payload[k] for k in ("episode", "config") if k in payload}
-    return TDPlayer(game, tables, Config(**payload["settings"]), meta=meta)
+    return TDPlayer(game, tables, agent_settings(payload["settings"], Config), meta=meta)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ttt.agents.tabular import TablePlayer, check_board, peak_rss_mb, piece_digit
 from ttt.checkpoint import save_checkpoint
+from ttt.config import agent_settings, check_range
 from ttt.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
 from ttt.players import Player
@@ -41,6 +42,11 @@ class Config:
     in_place: bool = False  # update the last ply first, reading fresh values (see module docstring)
     selfplay_games: int = 1000  # games of the solved policy against itself, per mode
     selfplay_epsilon: float = 0.1  # exploration rate of the epsilon-greedy self-play games
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on values the schema's types cannot rule out."""
+        check_range(self, "selfplay_games", 0)
+        check_range(self, "selfplay_epsilon", 0.0, 1.0)
 
 
 @dataclass
@@ -206,7 +212,7 @@ def train(cfg, run) -> dict:
     """Solve ``cfg.game`` by value iteration, evaluate, play the policy against itself, save."""
     game = run.game
     check_board(game, "value_iteration")
-    a = cfg.agent
+    a = agent_settings(cfg.agent, Config)
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
 
