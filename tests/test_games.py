@@ -83,6 +83,9 @@ def test_numbering_row_major_and_layer_major():
     assert g3.cell_label(2 * 16 + 1 * 4 + 3) == "2,1,3"
     assert g3.below[2 * 16 + 1 * 4 + 3] == 1 * 16 + 1 * 4 + 3
     assert (g3.below[:16] == -1).all()
+    assert g3.above[1 * 16 + 1 * 4 + 3] == 2 * 16 + 1 * 4 + 3 and (g3.above[48:] == -1).all()
+    assert all(g3.above[g3.below[c]] == c for c in range(16, 64))
+    assert (make_game("4x4x4").above == -1).all()
 
 
 # ------------------------------------------------------------------ winner, gravity

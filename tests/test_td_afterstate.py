@@ -11,7 +11,6 @@ from ttt.agents.td_afterstate import (
     AfterstateLearner,
     Config,
     TDPlayer,
-    blocks_line,
     centre_cells,
     final_reward,
     move_reward,
@@ -20,6 +19,7 @@ from ttt.agents.td_afterstate import (
 from ttt.agents.value_iteration import worst_result
 from ttt.evaluate import play_match
 from ttt.games import make_game
+from ttt.games.threats import blocks_line
 from ttt.players import make_player
 
 G3 = make_game("3x3")

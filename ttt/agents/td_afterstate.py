@@ -58,6 +58,7 @@ from ttt.agents.tabular import (
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.config import agent_settings, check_choice, check_range
 from ttt.games import FIRST, Game, State, make_game
+from ttt.games.threats import blocks_line
 
 
 @dataclass
@@ -93,11 +94,6 @@ def centre_cells(game: Game) -> frozenset[int]:
     """The middle cell (odd n) or the 2^d middle cells (even n)."""
     mid = {(game.n - 1) // 2, game.n // 2}
     return frozenset(int(c) for c in range(game.num_cells) if all(int(x) in mid for x in game.coords[c]))
-
-
-def blocks_line(game: Game, board: tuple[int, ...], action: int, mover: int) -> bool:
-    """Whether ``action`` fills the only empty cell of a line the opponent holds otherwise."""
-    return any(all(board[c] == -mover for c in line if c != action) for line in game.lines_through[action])
 
 
 def move_reward(game: Game, state: State, action: int, a: Config) -> float:

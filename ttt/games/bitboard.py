@@ -35,8 +35,7 @@ class Bitboards:
         # with gravity the cell above c is c + layer (axis 0 is the layer, layer 0 at the bottom)
         self.layer = game.n ** (game.d - 1) if game.gravity else 0
         self.bottom = (1 << self.layer) - 1
-        self.above = [c + self.layer if self.gravity and c + self.layer < game.num_cells else -1
-                      for c in range(game.num_cells)]
+        self.above = [int(c) for c in game.above]
 
     def masks(self, board) -> tuple[int, int]:
         """(first player's mask, second player's mask) of a board of +1 / -1 / 0 cells."""
@@ -66,13 +65,6 @@ class Bitboards:
                 if own != m and own.bit_count() == need:
                     cells |= m ^ own
         return cells
-
-    def wins(self, mask: int, cell: int) -> bool:
-        """Whether the player holding ``mask`` (which includes ``cell``) has a line through ``cell``."""
-        for m in self.cell_masks[cell]:
-            if mask & m == m:
-                return True
-        return False
 
     def random_playout(self, first: int, second: int, to_play: int, rng: np.random.Generator,
                        moves: list[int] | None = None) -> int:

@@ -107,6 +107,14 @@ class Game:
         return below
 
     @cached_property
+    def above(self) -> np.ndarray:
+        """For gravity boards, the cell directly above each cell (-1 on the top layer; all -1 without gravity)."""
+        above = np.full(self.num_cells, -1, dtype=np.int64)
+        has = self.below >= 0
+        above[self.below[has]] = np.flatnonzero(has)
+        return above
+
+    @cached_property
     def symmetries(self) -> np.ndarray:
         """(group size, cells) permutations that map the set of lines onto itself.
 

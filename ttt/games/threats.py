@@ -3,6 +3,7 @@
 These answer exact one- and two-move questions from the rules alone, for many boards at once:
 
 * ``completing_moves``: the legal moves that complete one of a player's lines (immediate wins);
+* ``blocks_line``: whether one move takes the only empty cell of a line the opponent holds otherwise;
 * ``move_tactics``: for every legal move of the player to move, whether it wins at once, whether it
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
@@ -45,6 +46,12 @@ def completing_cells(board: np.ndarray, player: np.ndarray, game: Game) -> np.nd
     return hit
 
 
+def blocks_line(game: Game, board: tuple[int, ...], action: int, mover: int) -> bool:
+    """Whether ``mover`` playing ``action`` on ``board`` (one position, +1 / -1 / 0 cells) fills the only
+    empty cell of a line the opponent holds otherwise."""
+    return any(all(board[c] == -mover for c in line if c != action) for line in game.lines_through[action])
+
+
 @dataclass
 class MoveTactics:
     """Per legal move of the player to move, (B, cells) bool masks (all False on illegal moves)."""
@@ -52,13 +59,6 @@ class MoveTactics:
     win: np.ndarray  # completes a line
     loss: np.ndarray  # does not win, and the opponent can complete a line at once afterwards
     fork: np.ndarray  # neither; afterwards the mover has >= 2 playable winning cells
-
-
-def _above(game: Game) -> np.ndarray:
-    above = np.full(game.num_cells, -1, dtype=np.int64)
-    has = game.below >= 0
-    above[game.below[has]] = np.flatnonzero(has)
-    return above
 
 
 def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> MoveTactics:
@@ -80,7 +80,7 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     loss = (n_theirs - theirs_now) > 0
     if game.gravity:
         # ... or if a makes the cell above it playable and that cell completes the opponent's line
-        above = _above(game)
+        above = game.above
         has = above >= 0
         lift = np.zeros_like(legal)
         lift[:, has] = theirs_any[:, above[has]]

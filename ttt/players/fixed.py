@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ttt.games import BatchedGames, Game, State, random_legal_actions
+from ttt.games import BatchedGames, State, random_legal_actions
 from ttt.games.threats import completing_moves
 from ttt.players.base import BatchPlayer, Player
 
@@ -31,13 +31,6 @@ class BenchmarkPlayer(BatchPlayer):
 
     name = "benchmark"
 
-    def __init__(self, game: Game) -> None:
-        super().__init__(game)
-        # with gravity, the cell directly above each cell (-1 on the top layer)
-        self._above = np.full(game.num_cells, -1)
-        has = game.below >= 0
-        self._above[game.below[has]] = np.flatnonzero(has)
-
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         legal = games.legal_mask()
         me = games.to_play
@@ -48,7 +41,7 @@ class BenchmarkPlayer(BatchPlayer):
         choice = legal.copy()
         if self.game.gravity:
             # a move is unsafe when the cell above it would complete the opponent's line
-            above = self._above
+            above = self.game.above
             unsafe = np.zeros_like(legal)
             has_above = above >= 0
             unsafe[:, has_above] = opp_threat[:, above[has_above]]
