@@ -50,8 +50,8 @@ def test_mcts_vs_openspiel_times_both_on_quiet_positions(capsys):
     result = perf.main(["seconds=0.01", "simulations=20", "sections=mcts_vs_openspiel"])["mcts_vs_openspiel"]
     try:
         import pyspiel  # noqa: F401
-        bots = ["mcts", "openspiel"]
+        bots = ["mcts", "mcts_plain", "openspiel"]
     except ImportError:  # OpenSpiel's side is skipped without the optional package
-        bots = ["mcts"]
+        bots = ["mcts", "mcts_plain"]
     assert list(result) == [f"{b} {bot}" for b in perf.OPENSPIEL_GAMES for bot in bots]
     assert all(v > 0 for v in result.values())

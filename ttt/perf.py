@@ -1,15 +1,18 @@
-"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=engine,search,train,mcts_vs_openspiel]
-[seconds=S] [simulations=N]``.
+"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=...] [seconds=S] [simulations=N]``.
 
-Prints plies per second of batched random play on every board (section ``engine``), milliseconds
-per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``), training
-episodes per second of the structured network on 4x4x4 against random (section ``train``), and
-milliseconds per move of the ``mcts`` player beside OpenSpiel's pure-Python ``MCTSBot`` (random
-rollouts, ``solve=False``) at the same number of simulations (default 1,000) on the same 3x3, 4x4 and
-Qubic positions (section ``mcts_vs_openspiel``; OpenSpiel's side is skipped, with a note, when
-``open_spiel`` is not installed). With ``output=FILE.json`` it also writes ``{"engine": {board:
-plies_per_sec}, "search": {"BOARD depth D": ms_per_move}, "train": {...}, "mcts_vs_openspiel":
-{"BOARD mcts": ms_per_move, "BOARD openspiel": ms_per_move}}``.
+Sections (all by default):
+
+* ``engine``: plies per second of batched random play on every board;
+* ``search``: milliseconds per move of the alphabeta player at depths 1-3 on the 4x4x4 boards;
+* ``train``: training episodes per second of the structured network on 4x4x4 against random;
+* ``mcts_vs_openspiel``: milliseconds per move of the ``mcts`` player (with its defaults, and as
+  plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the
+  same number of simulations (default 1,000) on the same 3x3, 4x4 and Qubic positions. OpenSpiel's
+  side is skipped, with a note, when ``open_spiel`` is not installed.
+
+With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec}, "search": {"BOARD
+depth D": ms_per_move}, "train": {...}, "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
+mcts_plain": ..., "BOARD openspiel": ...}}``.
 """
 
 from __future__ import annotations
@@ -98,17 +101,19 @@ def quiet_positions(board: str, plies: tuple[int, ...] = (0, 2, 4), seed: int = 
 
 
 def mcts_vs_openspiel(board: str, simulations: int = 1000, seconds: float = 2.0, seed: int = 0) -> dict[str, float]:
-    """Mean milliseconds per move of ``mcts`` and, when ``open_spiel`` is installed, of OpenSpiel's
-    ``MCTSBot`` (one random rollout per leaf, ``solve=False``) at ``simulations`` on the
-    ``quiet_positions`` of ``board``. The two alternate move by move, in rounds over the positions,
-    until each has searched for about ``seconds``."""
+    """Mean milliseconds per move of ``mcts`` (defaults), of ``mcts`` as plain UCT
+    (``decisive=False``) and, when ``open_spiel`` is installed, of OpenSpiel's ``MCTSBot`` (one random
+    rollout per leaf, ``solve=False``) at ``simulations`` on the ``quiet_positions`` of ``board``. The
+    bots alternate move by move, in rounds over the positions, until each has searched ``seconds``."""
     from ttt.players.mcts import MCTSPlayer
 
     game = make_game(board)
     positions = quiet_positions(board, seed=seed)
     rng = np.random.default_rng(seed)
     ours = MCTSPlayer(game, simulations=simulations)
-    bots = {"mcts": lambda moves: ours.act(_replay(game, moves), rng)}
+    plain = MCTSPlayer(game, simulations=simulations, decisive=False)  # like OpenSpiel's: every leaf rolled out
+    bots = {"mcts": lambda moves: ours.act(_replay(game, moves), rng),
+            "mcts_plain": lambda moves: plain.act(_replay(game, moves), rng)}
     try:
         import pyspiel
         from open_spiel.python.algorithms import mcts as openspiel_mcts
