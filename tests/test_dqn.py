@@ -323,7 +323,7 @@ def test_rule_targets_label_every_block_situation_afterstate():
     game = make_game("3x3")
     board = np.array([[1, 0, 0, 0, 1, 0, 0, -1, -1]], dtype=np.int8)  # X: 0, 4; O: 7, 8; X to move
     x = np.array([1], np.int8)
-    t = rule_targets(np.array([9]), board.astype(np.float32), move_tactics(board, x, board == 0, game), GAMMA)
+    t = rule_targets(np.array([9]), board.astype(np.float32), move_tactics(board, x, board == 0, game), GAMMA, game)
     labels = {int(np.flatnonzero(o != board[0])[0]): float(v) for o, v in zip(t.obs, t.targets, strict=True)}
     # 6 blocks O's 6-7-8 and makes two winning cells (2 and 3): worth gamma; every other move loses
     assert labels == {6: pytest.approx(GAMMA), 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
@@ -374,3 +374,26 @@ def test_frozen_pool_keeps_the_newest_copies_and_round_trips(tmp_path):
         other.step()
     for k, v in trainer.net.state_dict().items():
         assert torch.equal(v, other.net.state_dict()[k])
+
+
+def test_fork_defence_labels_find_afterstates_that_allow_an_opponent_fork():
+    game = make_game("3x3")
+    # X: 4, 5; O: 3, 8; X to move. O's 6 would make two winning cells (0 and 7); X's 2 threatens 6,
+    # so O's forced block there is that fork: 2 loses in two of O's moves, while 0, 6 and 7 stop the fork
+    board = np.array([[0, 0, 0, -1, 1, 1, 0, 0, -1]], dtype=np.int8)
+    x = np.array([1], np.int8)
+    tactics = move_tactics(board, x, board == 0, game)
+    t = rule_targets(np.array([0]), board.astype(np.float32), tactics, GAMMA, game, defence=9,
+                     rng=np.random.default_rng(0))
+    labelled = {int(np.flatnonzero(o != board[0])[0]): float(v) for o, v in zip(t.obs, t.targets, strict=True)}
+    for a in np.flatnonzero(board[0] == 0):
+        after = board.copy()
+        after[0, a] = 1
+        o = np.array([-1], np.int8)
+        fork = move_tactics(after, o, after == 0, game).fork.any()
+        assert (labelled.get(int(a)) == pytest.approx(-GAMMA)) == bool(fork), a
+    assert labelled[2] == pytest.approx(-GAMMA) and not {0, 6, 7} & set(labelled)
+    # at most ``defence`` moves per board are checked
+    few = rule_targets(np.array([0]), board.astype(np.float32), tactics, GAMMA, game, defence=2,
+                       rng=np.random.default_rng(0))
+    assert len(few.targets) <= 2

@@ -3,6 +3,7 @@
 These answer exact one- and two-move questions from the rules alone, for many boards at once:
 
 * ``completing_moves``: the legal moves that complete one of a player's lines (immediate wins);
+* ``playable``: the cells a piece can go on;
 * ``move_tactics``: for every legal move of the player to move, whether it wins at once, whether it
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
@@ -43,6 +44,15 @@ def completing_cells(board: np.ndarray, player: np.ndarray, game: Game) -> np.nd
         pos = empty[b, li].argmax(-1)
         hit[b, lines[li, pos]] = True
     return hit
+
+
+def playable(board: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool: empty cells a piece can be placed on (with gravity, those resting on a piece)."""
+    legal = board == 0
+    has = game.below >= 0
+    if has.any():
+        legal[:, has] &= board[:, game.below[has]] != 0
+    return legal
 
 
 @dataclass
