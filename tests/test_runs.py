@@ -254,7 +254,7 @@ def test_a_folder_holding_other_files_is_kept_after_a_failed_start(compose_train
     (["network=mlp_deep"], ConfigError, "network.kind structured -> mlp"),
     (["game=4x4"], CheckpointError, "trained on board '3x3', not '4x4'"),
     (["seed=3"], ConfigError, "seed 0 -> 3"),
-    (["episodes=10"], ConfigError, "episodes 40 -> 10"),
+    (["episodes=10"], ConfigError, "episodes=10 is fewer"),
 ])
 def test_resume_with_settings_that_change_the_result_is_refused_naming_them(compose_train, tmp_path, capsys,
                                                                           overrides, error, message):

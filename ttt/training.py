@@ -74,10 +74,11 @@ CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
 HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
-RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "threads", "progress", "resume",
-               "overwrite", "run_dir", "checkpoint_every", "checkpoint_minutes", "log_every", "device",
-               "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "threads", "checkpoint_every", "checkpoint_minutes",
+               "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
+QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -220,20 +221,20 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def config_changes(saved: dict, now: dict, played: int) -> tuple[list[str], list[str]]:
+def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
     """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
-    (those that change the result, those that may change on resume). ``episodes`` may change to
-    any count not below the ``played`` games of the checkpoint."""
+    (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
+    and keys the checkpoint does not record)."""
     old, new = _flatten(saved), _flatten(now)
     refused, free = [], []
     for key in sorted(set(old) | set(new)):
-        if key in old and key in new and old[key] == new[key]:
+        if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
             continue
         text = f"{key} {old.get(key, '(not recorded)')} -> {new.get(key, '(not set)')}"
-        if key in RESUME_FREE or key not in old or (key == "episodes" and new[key] >= played):
+        if key in RESUME_FREE or key == "episodes" or key not in old:
             free.append(text)  # a key the checkpoint does not record came with a newer version
         else:
-            refused.append(text + (f" (below the {played} played)" if key == "episodes" else ""))
+            refused.append(text)
     return refused, free
 
 
@@ -277,6 +278,7 @@ class Run:
             self._stop: int | None = None
             self._t0 = time.perf_counter()
             self._t_print = 0.0
+            self._t_said, self._ep_said = time.perf_counter(), 0  # the last progress line
             self._last = 0
             self._saved_at = time.monotonic()
             self._t_last, self._ep_last = time.perf_counter(), 0
@@ -354,13 +356,17 @@ class Run:
             raise errors[0]
         self._resume_path = path
         saved = payload.get("config")
-        if not isinstance(saved, dict):
-            return payload, ["the checkpoint records no config: not compared"]
-        refused, free = config_changes(saved, self.config_dict(), played_episodes(payload))
+        refused, free = config_changes(saved, self.config_dict()) if isinstance(saved, dict) else (
+            [], ["the checkpoint records no config: not compared"])
         if refused:
             raise ConfigError(f"resume=true: {path} was trained with other settings ({'; '.join(refused)}); "
                               f"these change the result: resume with the checkpoint's values, or start a new "
                               f"run_dir, or overwrite=true")
+        played = played_episodes(payload)
+        planned = saved.get("episodes") if isinstance(saved, dict) else None
+        if self.total < played and self.total != planned:  # a batched run may end a few games past its plan
+            raise ConfigError(f"resume=true: {path} has played {played} episodes; episodes={self.total} is fewer "
+                              f"(episodes may grow, or stay at least {played})")
         return payload, free
 
     def _install_signal_handlers(self) -> None:
@@ -438,12 +444,14 @@ class Run:
             self._log_file.flush()
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
-        """A progress line (at most every 2 s unless forced): bar, episodes, rate, latest eval.
-        It goes to ``train.log`` always, and to stderr unless ``progress=false``."""
+        """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
+        bar, episodes, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
+        ``progress=false``."""
         now = time.perf_counter()
         if not force and now - self._t_print < PROGRESS_SECONDS:
             return
-        self._t_print = now
+        self._t_print = self._t_said = now
+        self._ep_said = episode
         total = max(self.total, 1)
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
@@ -475,6 +483,7 @@ class Run:
         self._last = done
         self._saved_at = time.monotonic()
         self._t_last, self._ep_last = time.perf_counter(), done
+        self._t_said, self._ep_said = time.perf_counter(), done
 
     def tick(self, done: int, player: Callable[[], Player], save: Callable[[int], Any],
              log: Callable[[int], str] | None = None) -> None:
@@ -490,6 +499,9 @@ class Run:
             info = log(done) if log is not None else ""
             rate = self.log_rate(done)
             self.progress(done, f"{rate:,.0f} episodes/s" + (f", {info}" if info else ""))
+        elif time.perf_counter() - self._t_said >= QUIET_SECONDS:  # log points far apart: a line anyway
+            rate = (done - self._ep_said) / (time.perf_counter() - self._t_said)
+            self.progress(done, f"{rate:,.0f} episodes/s")
         saved = False
         every = self.eval_every
         if every and done // every > last // every and done < self.total:
