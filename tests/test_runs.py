@@ -298,7 +298,7 @@ def test_first_and_last_lines_name_the_outputs_and_train_log_holds_the_progress(
     run = tmp_path / "run"
     train(compose_train([*TINY, "progress=true"]))
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[0].startswith("ttt.train: dqn on 3x3, 40 episodes; outputs in ") and f"{run}/" in lines[0]
+    assert lines[0].startswith("ttt.train: dqn on 3x3; outputs in ") and f"{run}/" in lines[0]
     assert lines[-1].startswith("ttt.train: done in ") and f"outputs in {run}/: checkpoint.pt, final_eval.json, " \
                                                          f"tb/, train.log" in lines[-1]
     log = (run / "train.log").read_text().splitlines()

@@ -31,7 +31,7 @@ class OutputError(Exception):
         self.fallback = fallback
 
 
-class Interrupted(Exception):  # noqa: N818 (a stop the user asked for, not an error)
+class Interrupted(Exception):
     """The user stopped the work (Ctrl-C or SIGTERM); what could be saved has been, and said where."""
 
 

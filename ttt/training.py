@@ -264,6 +264,7 @@ class Run:
         self.writer = None
         self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
         self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
+        self._resume_path: Path | None = None
         self.started = False
         try:
             check_train_config(cfg)
@@ -337,7 +338,7 @@ class Run:
         self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge_step)
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
-        self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}, {self.total} episodes; outputs in {self.dir}/ "
+        self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}; outputs in {self.dir}/ "
                  f"(checkpoint, final_eval.json, tb/, train.log)")
         for note in notes:
             self.say(note)
