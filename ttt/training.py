@@ -66,7 +66,7 @@ from ttt.cli import Interrupted, check_writable_dir, one_line
 from ttt.config import ConfigError, check_train_config
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
-from ttt.players import Player, make_player
+from ttt.players import Player
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
@@ -292,14 +292,15 @@ class Run:
             raise
 
     # ------------------------------------------------------------------ setting up
-    def _make_opponents(self) -> dict[str, Player]:
-        opponents = {}
-        for name in self.cfg.eval_opponents:
-            try:
-                opponents[name] = make_player(name, self.game)
-            except (ValueError, TypeError) as e:
-                raise ConfigError(f"eval_opponents: {one_line(e)}") from None
-        return opponents
+    def _make_opponents(self) -> list[tuple[str, Player]]:
+        """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
+        checkpoints), built now: a bad one fails before any work, naming the key."""
+        from ttt.benchmark import load_agents
+
+        try:
+            return load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
+        except (ValueError, TypeError, CheckpointError) as e:
+            raise ConfigError(f"eval_opponents: {one_line(e)}") from None
 
     def _existing(self) -> list[Path]:
         return [self.dir / name for name in CHECKPOINT_NAMES if (self.dir / name).is_file()]
@@ -465,7 +466,7 @@ class Run:
         """Greedy games of ``player`` against each configured opponent, both seats; logged."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
-        for i, (name, opponent) in enumerate(self.opponents.items()):
+        for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name)
             results[name] = r
