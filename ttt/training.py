@@ -256,8 +256,11 @@ class Run:
         self.cfg = cfg
         self.dir = Path(run_dir)
         # nothing but Hydra's record of this job in it: the folder is this run's (removed if it fails at start)
-        self._fresh = not self.dir.exists() or (self.dir.is_dir() and
-                                               {p.name for p in self.dir.iterdir()} <= {HYDRA_RECORD})
+        try:
+            self._fresh = not self.dir.exists() or (self.dir.is_dir() and
+                                                   {p.name for p in self.dir.iterdir()} <= {HYDRA_RECORD})
+        except OSError:  # unreadable: not ours to remove (check_writable_dir reports it)
+            self._fresh = False
         self._lock = RunLock(self.dir)
         self._log_file = None
         self._handlers: dict[int, Any] = {}
