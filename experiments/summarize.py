@@ -44,6 +44,8 @@ def _sd(xs: list[float]) -> float:
 
 def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> list[dict]:
     """One row per group: name, trials, peak and end (mean, sd) in percent."""
+    if last < 1:
+        raise ValueError(f"last={last}: the end is the mean of the last N >= 1 points")
     groups: dict[str, list[tuple[float, float]]] = {}
     for tb in sorted(root.rglob("tb")):
         curve = read_curve(tb, tag)
@@ -55,6 +57,17 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> l
         rows.append(dict(group=key, trials=len(runs), peak=(statistics.fmean(peaks), _sd(peaks)),
                          end=(statistics.fmean(ends), _sd(ends))))
     return rows
+
+
+def parse_last(text: str) -> int:
+    """``last=N``: a whole number of points >= 1 (0 or a negative N would silently average other points)."""
+    try:
+        last = int(text)
+    except ValueError:
+        last = 0
+    if last < 1:
+        sys.exit(f"summarize: last={text}: give a whole number of points >= 1")
+    return last
 
 
 def main(argv: list[str]) -> None:
@@ -69,7 +82,8 @@ def main(argv: list[str]) -> None:
         opts[key] = value
     if not root.is_dir():
         sys.exit(f"summarize: {root}: no such folder")
-    rows = summarize(root, opts["tag"], int(opts["last"]))
+    last = parse_last(opts["last"])
+    rows = summarize(root, opts["tag"], last)
     if not rows:
         sys.exit(f"summarize: no run under {root} has a {opts['tag']!r} curve")
     print(f"{'setting':90s} {'trials':>6s} {'peak %':>14s} {'end %':>14s}")

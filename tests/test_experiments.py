@@ -46,3 +46,15 @@ def test_groups_seeds_and_computes_peak_and_end(tmp_path, summarize):
 def test_missing_tag_gives_no_rows(tmp_path, summarize):
     fake_run(tmp_path, "0", ["seed=0"], [0.1])
     assert summarize.summarize(tmp_path, tag="eval/random/score") == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "2.5"])
+def test_last_must_be_a_whole_number_of_points(tmp_path, summarize, value, capsys):
+    # last=0 averaged the whole curve, last=-1 all but the first point, last=abc was a traceback
+    fake_run(tmp_path, "0", ["seed=0"], [0.1, 0.5])
+    with pytest.raises(SystemExit) as err:
+        summarize.main([str(tmp_path), f"last={value}"])
+    assert err.value.code == f"summarize: last={value}: give a whole number of points >= 1"
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="last=0"):
+        summarize.summarize(tmp_path, last=0)

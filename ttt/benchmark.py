@@ -25,6 +25,8 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +36,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
@@ -42,6 +45,7 @@ from ttt.players import PLAYERS, Player, make_player, registered_players
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
+PROGRESS_SECONDS = 10.0  # a match still running reports its progress on stderr this often
 
 
 @dataclass
@@ -222,13 +226,35 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def match_progress(label: str) -> Callable[[int, int], None]:
+    """A ``play_match`` progress callback: a line on stderr every ``PROGRESS_SECONDS`` while the match runs."""
+    t0 = time.perf_counter()
+    last = t0
+
+    def report(finished: int, total: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if now - last >= PROGRESS_SECONDS:
+            last = now
+            print(f"  {label}: {finished}/{total} games over ({now - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    return report
+
+
 def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
-    """Run the benchmark (or round robin) the config describes; print the table; return the results."""
+    """Run the benchmark (or round robin) the config describes; print the table; return the results.
+
+    ``output=PATH`` is checked for writability before any game; if writing it still fails at the
+    end, the results go to a fallback file and ``ttt.cli.OutputError`` names it."""
     import torch
 
     out = out or sys.stdout
     if int(cfg.games) < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
+    if int(cfg.threads) < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    if cfg.output:
+        check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))
     if cfg.round_robin is not None:
         result = round_robin(cfg, out)
@@ -243,15 +269,14 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
               f"(seed {int(cfg.seed)})", file=out, flush=True)
         for k, (label, opponent) in enumerate(opponents):
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=agent_label, opponent_name=label)
+                           agent_name=agent_label, opponent_name=label, progress=match_progress(f"vs {label}"))
             rows += r.rows(label)
         print(format_table(rows), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
     if cfg.output:
-        path = Path(cfg.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n")
+        text = json.dumps(result, indent=2) + "\n"
+        path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")
         print(f"wrote {path}", file=out)
     return result
 
@@ -273,7 +298,8 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
     for a in range(len(players)):
         for b in range(a + 1, len(players)):
             r = play_match(game, players[a][1], players[b][1], int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=names[a], opponent_name=names[b])
+                           agent_name=names[a], opponent_name=names[b],
+                           progress=match_progress(f"{names[a]} vs {names[b]}"))
             k += 1
             both = r.both
             pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
@@ -300,20 +326,6 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- entry point
-def run_cli(function, cfg: DictConfig) -> None:
-    """Call ``function(cfg)``; expected errors become one line on stderr and exit status 2."""
-    try:
-        function(cfg)
-    except (CheckpointError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except BrokenPipeError:  # output piped into e.g. `head`
-        sys.stderr.close()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-
-
 @hydra.main(version_base="1.3", config_path="../configs", config_name="benchmark")
 def main(cfg: DictConfig) -> None:
     run_cli(benchmark, cfg)

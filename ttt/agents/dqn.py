@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -39,12 +38,13 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, check_ranges
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
-from ttt.training import OPPONENT_PHASES, Run
+from ttt.training import OPPONENT_PHASES, Run, run_command
 
 
 # ---------------------------------------------------------------------------------------- settings
@@ -482,64 +482,50 @@ class Trainer:
 
 
 # ------------------------------------------------------------------------------------ training loop
+def check(cfg: DictConfig, game: Game) -> None:
+    """Refuse agent settings the training cannot use, before any work (``ttt.config.check_train_config``)."""
+    a = Config(**OmegaConf.to_container(cfg.agent, resolve=True))
+    check_config(a)
+    check_ranges("agent.", a, {"lr": POSITIVE, "gamma": UNIT, "epsilon": UNIT, "epsilon_final": UNIT,
+                               "frozen_epsilon": UNIT, "epsilon_decay_episodes": NON_NEGATIVE,
+                               "switch_episode": NON_NEGATIVE, "refresh_every": NON_NEGATIVE,
+                               "final_eval_games": AT_LEAST_ONE})
+
+
 def train(cfg: DictConfig, run: Run) -> dict:
-    """Train with the curriculum, evaluating and checkpointing every ``eval_every`` episodes."""
+    """Train with the curriculum on the schedule of ``run`` (evaluations, checkpoints, log lines)."""
     a = cfg.agent
     rng = np.random.default_rng(int(cfg.seed))
     trainer = Trainer(run.game, cfg.network, a, int(cfg.num_envs), rng)
+    if run.resumed is not None:
+        trainer.load_state_dict(run.resumed["trainer"])
     path = run.checkpoint_path()
-    if cfg.resume and path.is_file():
-        payload = load_checkpoint(path, kind="dqn", game=run.game.name)
-        trainer.load_state_dict(payload["trainer"])
-        print(f"resumed {path} at episode {trainer.episodes}", file=sys.stderr, flush=True)
-    total, every = int(cfg.episodes), int(cfg.eval_every)
-    log_every = max(1, every // 4) if every > 0 else max(1, total // 20)
-    next_eval = (trainer.episodes // every + 1) * every if every > 0 else total + 1
-    next_log = (trainer.episodes // log_every + 1) * log_every
-    run.log_rate(trainer.episodes)
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
     def player() -> DQNPlayer:
         return DQNPlayer(run.game, trainer.net, network, trainer.rules)
 
-    def save() -> None:
+    def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
                                "network": network, "rules": asdict(trainer.rules),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
+    def log(ep: int) -> str:
+        run.log("train/td_loss", trainer.take_loss(), ep)
+        run.log("train/epsilon", epsilon_at(a, ep), ep)
+        run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
+        run.log("train/benchmark_share", float((trainer.kind == OPPONENT_PHASES["benchmark"]).mean()), ep)
+        run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
+        return f"opponent {trainer.phase_label()}"
+
+    total = int(cfg.episodes)
+    run.start(trainer.episodes)
     while trainer.episodes < total:
         trainer.step()
-        ep = trainer.episodes
-        if ep >= next_log:
-            next_log = (ep // log_every + 1) * log_every
-            run.log("train/td_loss", trainer.take_loss(), ep)
-            run.log("train/epsilon", epsilon_at(a, ep), ep)
-            run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
-            run.log("train/benchmark_share", float((trainer.kind == OPPONENT_PHASES["benchmark"]).mean()), ep)
-            run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
-            rate = run.log_rate(ep)
-            run.progress(ep, f"{rate:,.0f} episodes/s, opponent {trainer.phase_label()}")
-        if ep >= next_eval and ep < total:
-            next_eval = (ep // every + 1) * every
-            run.evaluate(player(), ep)
-            run.progress(ep, f"opponent {trainer.phase_label()}", force=True)
-            save()
-    save()
-    results = run.evaluate(player(), trainer.episodes, games=int(a.final_eval_games))
-    run.progress(trainer.episodes, "final evaluation", force=True)
-    return run.write_final(results, extra={"command": _command(), "seed": int(cfg.seed), "network": network})
-
-
-def _command() -> str:
-    """The command line that started this run, when Hydra started it."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        overrides = HydraConfig.get().overrides.task
-        return " ".join(["python -m ttt.train", *overrides])
-    except Exception:  # called as a plain function (tests)
-        return "ttt.train.train(cfg)"
+        run.tick(trainer.episodes, player, save, log)
+    results = run.finish(player, trainer.episodes, save, games=int(a.final_eval_games))
+    return run.write_final(results, extra={"command": run_command(), "seed": int(cfg.seed), "network": network})
 
 
 # -------------------------------------------------------------------------------- the trained player

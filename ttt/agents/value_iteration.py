@@ -30,6 +30,7 @@ import numpy as np
 
 from ttt.agents.tabular import TablePlayer, check_board, peak_rss_mb, piece_digit
 from ttt.checkpoint import save_checkpoint
+from ttt.config import NON_NEGATIVE, UNIT, check_ranges
 from ttt.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
 from ttt.players import Player
@@ -202,10 +203,18 @@ def table_arrays(levels: list[Level]) -> tuple[np.ndarray, np.ndarray]:
     return hashes[order], values[order]
 
 
-def train(cfg, run) -> dict:
-    """Solve ``cfg.game`` by value iteration, evaluate, play the policy against itself, save."""
-    game = run.game
+def check(cfg, game: Game) -> None:
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
     check_board(game, "value_iteration")
+    check_ranges("agent.", cfg.agent, {"selfplay_games": NON_NEGATIVE, "selfplay_epsilon": UNIT})
+
+
+def train(cfg, run) -> dict:
+    """Solve ``cfg.game`` by value iteration, evaluate, play the policy against itself, save.
+
+    It plays no training games: the schedule's checkpoints do not apply, and a stop during the
+    solve saves nothing (solving again from the start takes as long)."""
+    game = run.game
     a = cfg.agent
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
@@ -216,9 +225,10 @@ def train(cfg, run) -> dict:
         run.log("train/changed_positions", changed, sweeps)
         run.log("train/positions_per_sec", positions / max(dt, 1e-9), sweeps)
         run.log("train/start_value", int(levels[0].values[0]), sweeps)
-        if run.cfg.progress:
-            print(f"sweep {sweeps}: {changed} of {positions} values changed ({dt:.2f} s)", flush=True)
+        run.say(f"sweep {sweeps}: {changed} of {positions} values changed ({dt:.2f} s)", console=bool(cfg.progress))
+        run.check_stop()
 
+    run.start(0)
     levels, sweeps = solve(game, bool(a.in_place), on_sweep)
     seconds = time.perf_counter() - t0
     positions = sum(len(lv.hashes) for lv in levels)
