@@ -91,6 +91,7 @@ def test_gym_env_second_seat_starts_after_the_opponent_and_repeats_with_a_seed()
     obs, info = env.reset(seed=3)
     assert info["seat"] == "second" and (obs == -1).sum() == 1 and (obs == 1).sum() == 0
     assert info["action_mask"].sum() == 8 and info["action_mask"][obs == -1].sum() == 0
+    assert env.action_space.sample(mask=info["action_mask"]) in np.flatnonzero(obs == 0)
     again, _ = env.reset(seed=3)
     assert np.array_equal(obs, again)
     seats = {envs.gym_env("3x3", seat="random").reset(seed=s)[1]["seat"] for s in range(10)}

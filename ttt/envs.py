@@ -161,7 +161,8 @@ class TTTGymEnv(gymnasium.Env):
 
     def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
         seat = "first" if self.piece == FIRST else "second"
-        return self.state.array().astype(np.float32) * self.piece, {"action_mask": self.action_masks(), "seat": seat}
+        mask = self.action_masks().astype(np.int8)  # int8: what ``action_space.sample(mask=...)`` takes
+        return self.state.array().astype(np.float32) * self.piece, {"action_mask": mask, "seat": seat}
 
     def _opponent_moves(self) -> None:
         if not self.state.is_terminal() and self.state.to_play() != self.piece:
