@@ -22,6 +22,20 @@ def random_position(game, rng, plies: int):
     return s
 
 
+def test_image_weights_give_the_canonical_key_and_move_values_the_children():
+    rng = np.random.default_rng(0)
+    for board in ("3x3", "4x4"):
+        game = make_game(board)
+        t = solved_table(game)
+        for _ in range(30):
+            s = random_position(game, rng, int(rng.integers(0, 8)))
+            if s.is_terminal():
+                continue
+            assert int(((s.array().astype(np.int64) % 3) @ solved.image_weights(game)).min()) == \
+                game.canonical_key(s.array())
+            assert t.move_values(s) == {m: t.value(s.apply(m).array()) for m in s.legal_actions()}
+
+
 def test_encoding_round_trips_and_orders_outcomes():
     assert decode(encode(1, 5, 9), 9) == (1, 5) and decode(encode(-1, 6, 9), 9) == (-1, 6)
     assert decode(0, 16) == (0, 16)
@@ -118,9 +132,7 @@ def test_4x4_agrees_with_value_iteration_on_all_positions():
     game = make_game("4x4")
     hashes, values = table_arrays(solve(game, in_place=True)[0])
     t = solved_table(game)
-    sym = game.symmetries
-    weights = np.zeros((16, len(sym)), dtype=np.int64)
-    weights[sym, np.arange(len(sym))[:, None]] = 3 ** np.arange(16, dtype=np.int64)[None, :]
+    weights = solved.image_weights(game)
     for lo in range(0, len(hashes), 500_000):
         h = hashes[lo:lo + 500_000]
         digits = (h[:, None] // 3 ** np.arange(16, dtype=np.int64)) % 3

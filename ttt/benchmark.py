@@ -59,6 +59,8 @@ class BenchmarkConfig:
     elo_anchor: str | None = "random"  # the player rated 0 (mean 0 when null or not in the list)
     elo_prior_draws: float = 1.0  # virtual draws per pair, so a perfect score gives a finite rating
     threads: int = 1  # torch intra-op threads
+    exploit: bool = False  # also the agent's exact exploitability (3x3, 4x4; ttt.exploitability)
+    exploit_ties: str = "first"  # the agent's equal best moves: its lowest-numbered one, or "all" (worst case)
 
 
 ConfigStore.instance().store(name="benchmark_schema", node=BenchmarkConfig)
@@ -231,13 +233,20 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
     torch.set_num_threads(int(cfg.threads))
     if cfg.round_robin is not None:
+        if cfg.exploit:
+            raise ValueError("exploit=true measures one agent (checkpoint= or player=), not a round robin")
         result = round_robin(cfg, out)
     else:
-        if not cfg.opponents:
+        if not cfg.opponents and not cfg.exploit:
             raise ValueError("opponents is empty; give e.g. opponents=[random,benchmark]")
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
+        if cfg.exploit:  # before the matches: a board or option it cannot take fails at once
+            from ttt.exploitability import check_board, check_ties
+
+            check_board(game)
+            check_ties(str(cfg.exploit_ties))
         rows = []
         print(f"{agent_label} on {game.name}: {int(cfg.games)} games per opponent, half in each seat "
               f"(seed {int(cfg.seed)})", file=out, flush=True)
@@ -245,9 +254,16 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
                            agent_name=agent_label, opponent_name=label)
             rows += r.rows(label)
-        print(format_table(rows), file=out, flush=True)
+        if rows:
+            print(format_table(rows), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
+        if cfg.exploit:
+            from ttt.exploitability import exploitability, report
+
+            seats = exploitability(agent, str(cfg.exploit_ties))
+            print(report(seats), file=out, flush=True)
+            result["exploitability"] = [s.as_dict() for s in seats]
     if cfg.output:
         path = Path(cfg.output)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ each board's table on disk on first use (``$TTT_CACHE_DIR``, else ``$XDG_CACHE_H
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -53,6 +54,18 @@ class SolvedTable:
             raise KeyError(f"{self.game.name}: position not reachable from the empty board")
         return int(self.values[i])
 
+    def move_values(self, state) -> dict[int, int]:
+        """The value of the position after each legal move of ``state`` (a ttt ``State``), in one
+        vectorised look-up: the children's keys come from the image hashes of ``state``'s board."""
+        moves = np.array(state.legal_actions(), dtype=np.int64)
+        weights = image_weights(self.game)
+        images = (np.asarray(state.board, dtype=np.int64) % 3) @ weights
+        keys = (images + (state.to_play() % 3) * weights[moves]).min(axis=1)
+        idx = np.searchsorted(self.keys, keys).clip(0, len(self.keys) - 1)
+        if not np.array_equal(self.keys[idx], keys):
+            raise KeyError(f"{self.game.name}: position not reachable from the empty board")
+        return dict(zip(moves.tolist(), self.values[idx].tolist(), strict=True))
+
     def outcome(self, board) -> tuple[int, int]:
         """(winner under best play: +1, -1 or 0; ply of the final move, or the full board for a draw)."""
         return decode(self.value(board), self.game.num_cells)
@@ -73,6 +86,18 @@ def encode(winner: int, end_ply: int, cells: int) -> int:
     return winner * (cells + 1 - end_ply)
 
 
+@functools.cache
+def image_weights(game: Game) -> np.ndarray:
+    """(cells, symmetries) int64: what a first-player piece on each cell adds to the ternary hash of
+    each symmetric image of the board (image g puts cell ``symmetries[g, i]`` at position i; a
+    second-player piece adds twice as much). A board's canonical key is ``min(digits @ weights)``."""
+    sym = game.symmetries
+    weights = np.zeros((game.num_cells, len(sym)), dtype=np.int64)
+    weights[sym, np.arange(len(sym))[:, None]] = 3 ** np.arange(game.num_cells, dtype=np.int64)[None, :]
+    weights.setflags(write=False)
+    return weights
+
+
 def _check_solvable(game: Game) -> None:
     if game.num_cells > SOLVABLE_CELLS:
         raise ValueError(f"{game.name}: exact tables are built for boards of at most {SOLVABLE_CELLS} cells "
@@ -85,11 +110,7 @@ def solve_table(game: Game) -> SolvedTable:
     t0 = time.perf_counter()
     cells, k = game.num_cells, game.line_length
     powers = 3 ** np.arange(cells, dtype=np.int64)
-    sym = game.symmetries
-    # weights[c, g]: what a first-player piece on cell c adds to the hash of image g (image g puts
-    # cell sym[g, i] at position i); a second-player piece adds twice that
-    weights = np.zeros((cells, len(sym)), dtype=np.int64)
-    weights[sym, np.arange(len(sym))[:, None]] = powers[None, :]
+    weights = image_weights(game)
     incidence = game.incidence.astype(np.int64)
     below = game.below
 

@@ -320,8 +320,7 @@ class PerfectPlayer(Player):
             searcher = _Searcher(_Position(self.game, state), table)
             return searcher.root(state.to_play(), self.game.num_cells - state.num_moves, all_exact)
         mover, cells = state.to_play(), self.game.num_cells
-        return {m: table_score(self.table.value(state.apply(m).array()), mover, state.num_moves, cells)
-                for m in state.legal_actions()}
+        return {m: table_score(v, mover, state.num_moves, cells) for m, v in self.table.move_values(state).items()}
 
     def act(self, state: State, rng: np.random.Generator) -> int:
         return _choose(self.move_scores(state, all_exact=False), rng)
