@@ -214,12 +214,14 @@ def agent_spec(cfg: DictConfig) -> Any:
 # ---------------------------------------------------------------------------------------- benchmark
 def format_table(rows: list[dict]) -> str:
     """The results as a fixed-width text table."""
-    head = f"{'opponent':<16} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} {'games/s':>9}"
+    w = max([16, *(len(r["opponent"]) for r in rows)])  # the opponent column fits the longest label
+    head = (f"{'opponent':<{w}} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} "
+            f"{'games/s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         wdl = f"{r['wins']} / {r['draws']} / {r['losses']}"
         ci = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
-        lines.append(f"{r['opponent']:<16} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
+        lines.append(f"{r['opponent']:<{w}} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
                      f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f}")
     return "\n".join(lines)
 
