@@ -250,8 +250,8 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
             check_board(game)
             check_ties(str(cfg.exploit_ties))
         rows = []
-        print(f"{agent_label} on {game.name}: {int(cfg.games)} games per opponent, half in each seat "
-              f"(seed {int(cfg.seed)})", file=out, flush=True)
+        games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
+        print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
         for k, (label, opponent) in enumerate(opponents):
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
                            agent_name=agent_label, opponent_name=label)
