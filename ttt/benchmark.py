@@ -63,6 +63,8 @@ class BenchmarkConfig:
     elo_anchor: str | None = "random"  # the player rated 0 (mean 0 when null or not in the list)
     elo_prior_draws: float = 1.0  # virtual draws per pair, so a perfect score gives a finite rating
     threads: int = 1  # torch intra-op threads
+    exploit: bool = False  # also the agent's exact exploitability (3x3, 4x4; ttt.exploitability)
+    exploit_ties: str = "first"  # the agent's equal best moves: its lowest-numbered one, or "all" (worst case)
 
 
 ConfigStore.instance().store(name="benchmark_schema", node=BenchmarkConfig)
@@ -216,12 +218,14 @@ def agent_spec(cfg: DictConfig) -> Any:
 # ---------------------------------------------------------------------------------------- benchmark
 def format_table(rows: list[dict]) -> str:
     """The results as a fixed-width text table."""
-    head = f"{'opponent':<16} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} {'games/s':>9}"
+    w = max([16, *(len(r["opponent"]) for r in rows)])  # the opponent column fits the longest label
+    head = (f"{'opponent':<{w}} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} "
+            f"{'games/s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         wdl = f"{r['wins']} / {r['draws']} / {r['losses']}"
         ci = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
-        lines.append(f"{r['opponent']:<16} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
+        lines.append(f"{r['opponent']:<{w}} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
                      f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f}")
     return "\n".join(lines)
 
@@ -257,23 +261,37 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))
     if cfg.round_robin is not None:
+        if cfg.exploit:
+            raise ValueError("exploit=true measures one agent (checkpoint= or player=), not a round robin")
         result = round_robin(cfg, out)
     else:
-        if not cfg.opponents:
+        if not cfg.opponents and not cfg.exploit:
             raise ValueError("opponents is empty; give e.g. opponents=[random,benchmark]")
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
+        if cfg.exploit:  # before the matches: a board or option it cannot take fails at once
+            from ttt.exploitability import check_board, check_ties
+
+            check_board(game)
+            check_ties(str(cfg.exploit_ties))
         rows = []
-        print(f"{agent_label} on {game.name}: {int(cfg.games)} games per opponent, half in each seat "
-              f"(seed {int(cfg.seed)})", file=out, flush=True)
+        games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
+        print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
         for k, (label, opponent) in enumerate(opponents):
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
                            agent_name=agent_label, opponent_name=label, progress=match_progress(f"vs {label}"))
             rows += r.rows(label)
-        print(format_table(rows), file=out, flush=True)
+        if rows:
+            print(format_table(rows), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
+        if cfg.exploit:
+            from ttt.exploitability import exploitability, report
+
+            seats = exploitability(agent, str(cfg.exploit_ties))
+            print(report(seats), file=out, flush=True)
+            result["exploitability"] = [s.as_dict() for s in seats]
     if cfg.output:
         text = json.dumps(result, indent=2) + "\n"
         path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")

@@ -157,27 +157,20 @@ def worst_result(player: Player, solver: Player, seat: int, opponent: str = "opt
 
     Searches every game in which ``player`` plays any of its greedy moves (all ties) and the
     opponent plays any move the ``solver`` rates best (``opponent="optimal"``: every line a
-    randomised perfect player can take) or any legal move (``"any"``). -1 means some such game is lost.
+    randomised perfect player can take) or any legal move (``"any"``: the best response of
+    ``ttt.exploitability``). -1 means some such game is lost.
     """
-    memo: dict[tuple[int, ...], int] = {}
+    from ttt.exploitability import best_response
 
-    def best_moves(p: Player, state: State) -> list[int]:
-        values = p.action_values(state)
+    if opponent not in ("optimal", "any"):
+        raise ValueError(f"opponent must be 'optimal' or 'any', got {opponent!r}")
+
+    def best_moves(state: State) -> list[int]:
+        values = solver.action_values(state)
         top = max(values.values())
         return [a for a, v in values.items() if v == top]
 
-    def search(state: State) -> int:
-        if state.is_terminal():
-            return state.winner() * seat
-        if state.board not in memo:
-            if state.to_play() == seat:
-                moves = best_moves(player, state)
-            else:
-                moves = best_moves(solver, state) if opponent == "optimal" else state.legal_actions()
-            memo[state.board] = min(search(state.apply(m)) for m in moves)
-        return memo[state.board]
-
-    return search(solver.game.initial_state())
+    return best_response(player, seat, ties="all", opponent_moves=best_moves if opponent == "optimal" else None).result
 
 
 def solve(game: Game, in_place: bool = False, on_sweep=None) -> tuple[list[Level], int]:
