@@ -46,3 +46,34 @@ def test_groups_seeds_and_computes_peak_and_end(tmp_path, summarize):
 def test_missing_tag_gives_no_rows(tmp_path, summarize):
     fake_run(tmp_path, "0", ["seed=0"], [0.1])
     assert summarize.summarize(tmp_path, tag="eval/random/score") == []
+
+
+def test_fewer_points_than_the_window_say_so_instead_of_averaging_fewer(tmp_path, summarize):
+    fake_run(tmp_path, "0", ["network=a", "seed=0"], [0.1, 0.5, 0.3])
+    fake_run(tmp_path, "1", ["network=a", "seed=1"], [0.2, 0.3, 0.4, 0.4, 0.4])
+    (row,) = summarize.summarize(tmp_path, last=4)
+    assert row["points"] == 3 and row["end"] is None and row["note"] == "fewer than 4 points (3)"
+    assert row["peak"][0] == pytest.approx(45.0)  # the peak needs no window
+    assert "n/a: fewer than 4 points (3)" in summarize.markdown_table([row], last=4)
+    (full,) = summarize.summarize(tmp_path, last=3)
+    assert full["end"][0] == pytest.approx((30.0 + 40.0) / 2) and full["note"] == ""
+
+
+def test_markdown_and_csv_tables(tmp_path, summarize):
+    import csv
+
+    fake_run(tmp_path, "0", ["+experiment=e", "network=a", "seed=0"], [0.5, 0.9])
+    fake_run(tmp_path, "1", ["+experiment=e", "network=a", "seed=1"], [0.7, 0.8])
+    rows = summarize.summarize(tmp_path, last=2)
+    md = summarize.markdown_table(rows, last=2).splitlines()
+    assert md[0] == "| setting | n | points | peak eval/benchmark/score % | mean of last 2 % |"
+    # peaks 90, 80 -> 85.0 +- 7.1; ends 70, 75 -> 72.5 +- 3.5
+    assert md[2] == "| `+experiment=e,network=a` | 2 | 2 | 85.0 ± 7.1 | 72.5 ± 3.5 |"
+    (line,) = list(csv.DictReader(summarize.csv_table(rows, last=2).splitlines()))
+    assert line["setting"] == "+experiment=e,network=a" and line["n"] == "2" and line["last"] == "2"
+    assert (line["peak_mean"], line["end_mean"], line["end_sd"], line["note"]) == ("85.00", "72.50", "3.54", "")
+
+
+def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
+    rows = [dict(group="network=a", seeds=[0, 1, 1]), dict(group="network=b", seeds=[0, None])]
+    assert summarize.duplicate_seeds(rows) == ["summarize: warning: network=a: seed 1 appears more than once"]
