@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from ttt.curves import find_runs, group_runs
+from ttt.curves import find_runs, group_runs, short_labels
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
 FORMATS = ("md", "csv")
@@ -53,11 +53,14 @@ def _pm(x: tuple[float, float] | None) -> str:
 
 
 def markdown_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
-    """The rows as a Markdown table (percent, mean ± sd over the runs of each setting)."""
-    lines = [f"| setting | n | points | peak {tag} % | mean of last {last} % |", "|---|---|---|---|---|"]
-    for r in rows:
+    """The rows as a Markdown table (percent, mean ± sd over the runs of each setting); with several
+    settings, what they all share is said once above the table and left out of the rows."""
+    common, labels = short_labels([r["group"] for r in rows]) if len(rows) > 1 else ("", [r["group"] for r in rows])
+    lines = [f"Every setting also has `{common}`.", ""] if common else []
+    lines += [f"| setting | n | points | peak {tag} % | mean of last {last} % |", "|---|---|---|---|---|"]
+    for r, label in zip(rows, labels, strict=True):
         end = _pm(r["end"]) or f"n/a: {r['note']}"
-        lines.append(f"| `{r['group']}` | {r['trials']} | {r['points']} | {_pm(r['peak'])} | {end} |")
+        lines.append(f"| `{label}` | {r['trials']} | {r['points']} | {_pm(r['peak'])} | {end} |")
     return "\n".join(lines) + "\n"
 
 

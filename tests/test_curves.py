@@ -152,3 +152,10 @@ def test_td_afterstate_logs_the_opening_values_ttt_plot_draws(compose_train, tmp
 
     out = plot(tmp_path, figure="openings")
     assert out == tmp_path / "openings.png" and out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_long_settings_wrap_at_commas():
+    from ttt.plot import wrap_items
+
+    assert wrap_items("a=1,bb=2,c=3", 8) == "a=1,bb=2\nc=3"
+    assert wrap_items("a_very_long_item=1", 5) == "a_very_long_item=1"  # an item is never cut

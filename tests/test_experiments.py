@@ -77,3 +77,11 @@ def test_markdown_and_csv_tables(tmp_path, summarize):
 def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
     rows = [dict(group="network=a", seeds=[0, 1, 1]), dict(group="network=b", seeds=[0, None])]
     assert summarize.duplicate_seeds(rows) == ["summarize: warning: network=a: seed 1 appears more than once"]
+
+
+def test_markdown_names_what_settings_share_once(tmp_path, summarize):
+    fake_run(tmp_path, "0", ["+experiment=e", "network=a", "seed=0"], [0.5])
+    fake_run(tmp_path, "1", ["+experiment=e", "network=b", "seed=0"], [0.7])
+    md = summarize.markdown_table(summarize.summarize(tmp_path, last=1), last=1).splitlines()
+    assert md[0] == "Every setting also has `+experiment=e`."
+    assert [line.split(" | ")[0] for line in md[4:]] == ["| `network=a`", "| `network=b`"]

@@ -110,13 +110,25 @@ def _figure(panels: int):
     return fig, axes.ravel()[:panels]
 
 
+def wrap_items(text: str, width: int) -> str:
+    """Break a comma-separated setting into lines of at most ``width`` characters, at the commas."""
+    lines: list[str] = []
+    for item in text.split(","):
+        if lines and len(lines[-1]) + 1 + len(item) <= width:
+            lines[-1] += "," + item
+        else:
+            lines.append(item)
+    return "\n".join(lines)
+
+
 def _finish(fig, axes, title: str, output: Path) -> Path:
     for ax in axes:
         ax.set_xlabel("training games")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     if title:
-        fig.suptitle(title, fontsize=9)
+        cols = sum(ax.get_subplotspec().is_first_row() for ax in axes)
+        fig.suptitle(wrap_items(title, 75 * cols), fontsize=9)
     fig.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=90)
@@ -164,7 +176,7 @@ def plot_openings(groups: dict[str, list[RunLog]], output: Path) -> Path:
             name = f"{opening_name(game, cell)} (cell {cell})" if game else f"cell {cell}"
             _draw_band(ax, _band(runs, tag), name)
         ax.set_ylabel("opening value (first seat)")
-        ax.set_title(f"{label} [{runs[0].game or '?'}]", fontsize=8)
+        ax.set_title(wrap_items(f"{label} [{runs[0].game or '?'}]", 60), fontsize=8)
     return _finish(fig, axes, common, output)
 
 
@@ -190,7 +202,7 @@ def plot_outcomes(groups: dict[str, list[RunLog]], opponent: str, output: Path) 
                 _draw_band(ax, band, key.removesuffix("_rate"), colors[key], (0.0, 1.0))
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel(f"fraction of games vs {opp}")
-        ax.set_title(label, fontsize=8)
+        ax.set_title(wrap_items(label, 60), fontsize=8)
     return _finish(fig, axes, common, output)
 
 
