@@ -85,3 +85,35 @@ def test_markdown_names_what_settings_share_once(tmp_path, summarize):
     md = summarize.markdown_table(summarize.summarize(tmp_path, last=1), last=1).splitlines()
     assert md[0] == "Every setting also has `+experiment=e`."
     assert [line.split(" | ")[0] for line in md[4:]] == ["| `network=a`", "| `network=b`"]
+
+
+def _grid_command(*args: str, **env: str) -> list[str]:
+    """The ttt.train command experiments/paper_grid.sh would run (PYTHON=echo prints it)."""
+    import os
+    import subprocess
+
+    script = SCRIPT.parent / "paper_grid.sh"
+    done = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHON": "echo", **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_paper_grid_is_5_networks_by_2_regimes_by_3_seeds_through_joblib():
+    cmd = _grid_command("grid")
+    assert cmd[:3] == ["-m", "ttt.train", "-m"]
+    assert "hydra/launcher=joblib" in cmd and "hydra.launcher.n_jobs=-1" in cmd
+    assert "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark" in cmd
+    assert "network=structured_deep,structured_small,mlp_small,mlp_deep,mlp_wide" in cmd
+    assert {"seed=0,1,2", "episodes=200000", "eval_every=10000", "eval_games=1000",
+            "hydra.sweep.dir=runs/paper/grid"} <= set(cmd)
+    # extra arguments come last (Hydra takes the last value); slurm takes no joblib settings
+    slurm = _grid_command("grid", "hydra.launcher.partition=cpu", LAUNCHER="slurm", SEEDS="0")
+    assert "hydra/launcher=slurm" in slurm and not any("n_jobs" in x for x in slurm)
+    assert slurm[-1] == "hydra.launcher.partition=cpu" and "seed=0" in slurm
+
+
+def test_paper_fidelity_study_varies_num_envs_for_structured_deep_vs_benchmark():
+    cmd = _grid_command("fidelity")
+    assert {"+experiment=dqn_444_gravity_vs_benchmark", "network=structured_deep", "num_envs=1,16,128",
+            "seed=0,1,2", "hydra.sweep.dir=runs/paper/fidelity"} <= set(cmd)
