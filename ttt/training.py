@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
-from ttt.players import Player, make_player
+from ttt.players import Player
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
@@ -60,6 +60,7 @@ class Run:
         self.game: Game = make_game(cfg.game.name)
         self.writer = SummaryWriter(str(self.dir / "tb"))
         self.last_eval: dict[str, MatchResult] = {}
+        self._opponents: list[tuple[str, Player]] | None = None
         self._t_last = time.perf_counter()
         self._ep_last = 0
         self._t_print = 0.0
@@ -100,12 +101,19 @@ class Run:
         print(line, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ evaluation
+    def eval_opponents(self) -> list[tuple[str, Player]]:
+        """The players of ``eval_opponents``: names or specs with options, e.g. ``alphabeta:1``."""
+        if self._opponents is None:
+            from ttt.benchmark import load_agents
+
+            self._opponents = load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
+        return self._opponents
+
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats; logged."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
-        for i, name in enumerate(self.cfg.eval_opponents):
-            opponent = make_player(name, self.game)
+        for i, (name, opponent) in enumerate(self.eval_opponents()):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name)
             results[name] = r
