@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ttt"
-ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf")
+ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot")
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}
 
 

@@ -13,6 +13,10 @@ Sections (all by default):
 With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec}, "search": {"BOARD
 depth D": ms_per_move}, "train": {...}, "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
 mcts_plain": ..., "BOARD openspiel": ...}}``.
+
+The file is checked for writability before the measurements, and written to a fallback file (named
+on stderr) if it still fails. ``seconds=S`` is the measuring time of each figure (S > 0). A bad
+argument prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 
 import numpy as np
 
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 
 
@@ -172,38 +177,61 @@ UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": 
          "mcts_vs_openspiel": ("ms/move", ",.1f")}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    argv = sys.argv[1:] if argv is None else argv
+def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, int]:
+    """(sections, seconds, output, simulations) from ``key=value`` arguments; ValueError (one line) for a
+    bad one."""
     opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3", "simulations": "1000"}
     for arg in argv:
-        if arg in ("-h", "--help"):
-            print(__doc__)
-            sys.exit(0)
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S, "
-                     "simulations=N")
+            raise ValueError(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S, "
+                             "simulations=N")
         opts[key] = value
+    sections = opts["sections"].split(",")
+    for name in sections:
+        if name not in SECTIONS:
+            raise ValueError(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+    try:
+        seconds = float(opts["seconds"])
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"ttt.perf: seconds={opts['seconds']}: the measuring time must be a number > 0")
+    if not opts["simulations"].isdigit() or int(opts["simulations"]) < 1:
+        raise ValueError(f"ttt.perf: simulations={opts['simulations']}: must be an integer >= 1")
+    if opts["output"]:
+        check_writable_file(opts["output"], "ttt.perf: output")
+    return sections, seconds, opts["output"], int(opts["simulations"])
+
+
+def measure(argv: list[str]) -> dict:
+    """Run the sections ``argv`` asks for; print one line per figure; write ``output=`` if given."""
+    sections, seconds, output, simulations = parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
     out: dict = {}
-    names = opts["sections"].split(",")
-    width = max(map(len, names))
-    for name in names:
-        if name not in SECTIONS:
-            sys.exit(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+    width = max(map(len, sections))
+    for name in sections:
         if name == "mcts_vs_openspiel":
-            out[name] = mcts_vs_openspiel_section(float(opts["seconds"]), int(opts["simulations"]))
+            out[name] = mcts_vs_openspiel_section(seconds, simulations)
         else:
-            out[name] = SECTIONS[name](float(opts["seconds"]))
+            out[name] = SECTIONS[name](seconds)
         unit, fmt = UNITS[name]
         for key, value in out[name].items():
             print(f"{name:{width}s} {key:22s} {value:14{fmt}} {unit}", flush=True)
-    if opts["output"]:
-        with open(opts["output"], "w") as f:
-            json.dump(out, f, indent=2)
+    if output:
+        text = json.dumps(out, indent=2)
+        write_with_fallback(output, lambda p: p.write_text(text), "measurements")
     return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        sys.exit(0)
+    return run_cli(measure, argv)
 
 
 if __name__ == "__main__":
