@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from ttt.games.rules import Game
 
@@ -78,14 +79,13 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     legal moves. Exact: checked against explicit afterstates in the tests.
     """
     k, lines = game.line_length, game.lines
-    inc = _incidence(game)  # (cells, L) float32
     me = board == player[:, None]
     empty = board == 0
-    own = me.astype(np.float32) @ inc  # (B, L) pieces per line
-    opp = (~me & ~empty).astype(np.float32) @ inc
+    own = _per_line(me, game)  # (B, L) pieces per line
+    opp = _per_line(~me & ~empty, game)
     # a line one piece short with no opposing piece has exactly one empty cell: its winning cell
-    mine_any = empty & ((((own == k - 1) & (opp == 0)).astype(np.float32) @ inc.T) > 0)
-    theirs_any = empty & ((((opp == k - 1) & (own == 0)).astype(np.float32) @ inc.T) > 0)
+    mine_any = empty & (_per_cell((own == k - 1) & (opp == 0), game) > 0)
+    theirs_any = empty & (_per_cell((opp == k - 1) & (own == 0), game) > 0)
     win = mine_any & legal
     theirs_now = theirs_any & legal
     n_theirs = theirs_now.sum(1, keepdims=True)
@@ -127,10 +127,22 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     return MoveTactics(win=win, loss=loss, fork=fork)
 
 
-_INCIDENCE: dict[str, np.ndarray] = {}
+_INCIDENCE: dict[str, torch.Tensor] = {}
 
 
-def _incidence(game: Game) -> np.ndarray:
+def _incidence(game: Game) -> torch.Tensor:
     if game.name not in _INCIDENCE:
-        _INCIDENCE[game.name] = game.incidence.astype(np.float32)
+        _INCIDENCE[game.name] = torch.from_numpy(game.incidence.astype(np.float32))
     return _INCIDENCE[game.name]
+
+
+# Counts by a product with the (cells, lines) incidence matrix, in torch: its thread setting holds, while
+# numpy's BLAS would start threads of its own that contend with the rest of a training process.
+def _per_line(cells: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool -> (B, L) how many of the marked cells each line holds."""
+    return (torch.from_numpy(cells.astype(np.float32)) @ _incidence(game)).numpy()
+
+
+def _per_cell(lines: np.ndarray, game: Game) -> np.ndarray:
+    """(B, L) bool -> (B, cells) how many marked lines pass through each cell."""
+    return (torch.from_numpy(lines.astype(np.float32)) @ _incidence(game).T).numpy()
