@@ -10,6 +10,10 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/score``                (wins + draws / 2) / games
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
+``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
+                                         ``fork``, ``block_fork``) by the player without its exact-win
+                                         and exact-loss rules (the network alone); boards with suites
+                                         only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
@@ -17,6 +21,8 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
 =======================================  =====================================================
 
+``<opponent>`` is the opponent's spec (``ttt.benchmark`` syntax, e.g. ``alphabeta:1``) with every
+character other than a letter, digit, ``_``, ``.`` or ``-`` written as ``_`` (``eval/alphabeta_1/score``).
 Hyperparameters (the resolved config, flattened) are logged once as text under ``config``.
 """
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,9 +38,11 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from ttt.benchmark import load_agents
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
-from ttt.players import Player, make_player
+from ttt.players import Player
+from ttt.tactics import tactics_rates
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
@@ -101,18 +110,23 @@ class Run:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
-        """Greedy games of ``player`` against each configured opponent, both seats; logged."""
+        """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
+        its tactics rates; logged."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, name in enumerate(self.cfg.eval_opponents):
-            opponent = make_player(name, self.game)
+            _, [(_, opponent)] = load_agents([name], self.game.name)
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name)
             results[name] = r
+            tag = re.sub(r"[^\w.\-]", "_", name)
             for seat in r.seats():
-                prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
+                prefix = f"eval/{tag}" if seat.seat == "both" else f"eval/{tag}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(f"{prefix}/{key}", getattr(seat, key), episode)
+        if self.cfg.eval_tactics:
+            for suite, rate in tactics_rates(player, self.game).items():
+                self.log(f"eval/tactics/{suite}", rate, episode)
         self.last_eval = results
         self.writer.flush()
         return results
