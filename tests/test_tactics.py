@@ -185,6 +185,12 @@ def test_rules_false_switches_the_rules_off_on_a_copy():
     assert tt.tactics_rates(player, game)["win"] == alone  # the training curves see the network alone
 
 
+def test_rules_false_on_the_shipped_checkpoint():
+    result = tt.tactics(compose_tactics(f"checkpoint={ROOT / 'checkpoints' / 'dqn_444'}", "rules=false"))
+    assert result["rules_apply"] is True and result["player"] == "dqn_444"
+    assert result["rule_flags"] and not any(result["rule_flags"].values())
+
+
 def test_tactics_rates_is_empty_on_boards_without_suites():
     assert tt.tactics_rates(make_player("random", make_game("3x3")), make_game("3x3")) == {}
 
