@@ -63,8 +63,8 @@ from omegaconf import DictConfig
 
 from ttt.benchmark import agent_spec, board_name, load_agents, run_cli
 from ttt.config import GameConfig
-from ttt.games import BatchedGames, Game, legal_moves, make_game
-from ttt.games.threats import completing_moves, forced_wins, move_tactics
+from ttt.games import BatchedGames, Game, make_game
+from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
 from ttt.players import Player, make_player
 
 SUITES = ("win", "block", "fork", "block_fork")
@@ -107,7 +107,7 @@ class Suite:
 # ---------------------------------------------------------------------------------- the definitions
 def _masks(board: np.ndarray, to_play: np.ndarray, game: Game) -> dict[str, np.ndarray]:
     """Per position, whether it qualifies for the cheap suites, and the rules' move masks."""
-    legal = legal_moves(board, game)
+    legal = playable(board, game)
     t = move_tactics(board, to_play, legal, game)
     theirs = completing_moves(board, -to_play, legal, game).sum(1)
     mine = t.win.any(1)
@@ -131,7 +131,7 @@ def _block_fork_solutions(board: np.ndarray, to_play: int, legal: np.ndarray, lo
     moves = np.flatnonzero(legal & ~loss)  # moves after which the opponent has no immediate win
     after = np.repeat(one, len(moves), axis=0)
     after[np.arange(len(moves)), moves] = to_play
-    theirs = forced_wins(after, np.full(len(moves), -to_play, dtype=np.int8), legal_moves(after, game), game)
+    theirs = forced_wins(after, np.full(len(moves), -to_play, dtype=np.int8), playable(after, game), game)
     solutions = np.zeros_like(legal)
     solutions[moves[~theirs.any(1)]] = True
     n = int(solutions.sum())

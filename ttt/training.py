@@ -21,8 +21,6 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
 =======================================  =====================================================
 
-``<opponent>`` is the opponent's spec (``ttt.benchmark`` syntax, e.g. ``alphabeta:1``) with every
-character other than a letter, digit, ``_``, ``.`` or ``-`` written as ``_`` (``eval/alphabeta_1/score``).
 Hyperparameters (the resolved config, flattened) are logged once as text under ``config``.
 """
 
@@ -30,7 +28,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -38,11 +35,9 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.benchmark import load_agents
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player
-from ttt.tactics import tactics_rates
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
@@ -69,6 +64,7 @@ class Run:
         self.game: Game = make_game(cfg.game.name)
         self.writer = SummaryWriter(str(self.dir / "tb"))
         self.last_eval: dict[str, MatchResult] = {}
+        self._opponents: list[tuple[str, Player]] | None = None
         self._t_last = time.perf_counter()
         self._ep_last = 0
         self._t_print = 0.0
@@ -109,19 +105,27 @@ class Run:
         print(line, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ evaluation
+    def eval_opponents(self) -> list[tuple[str, Player]]:
+        """The players of ``eval_opponents``: names or specs with options, e.g. ``alphabeta:1``."""
+        if self._opponents is None:
+            from ttt.benchmark import load_agents
+
+            self._opponents = load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
+        return self._opponents
+
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
         its tactics rates; logged."""
+        from ttt.tactics import tactics_rates
+
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
-        for i, name in enumerate(self.cfg.eval_opponents):
-            _, [(_, opponent)] = load_agents([name], self.game.name)
+        for i, (name, opponent) in enumerate(self.eval_opponents()):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name)
             results[name] = r
-            tag = re.sub(r"[^\w.\-]", "_", name)
             for seat in r.seats():
-                prefix = f"eval/{tag}" if seat.seat == "both" else f"eval/{tag}/{seat.seat}"
+                prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(f"{prefix}/{key}", getattr(seat, key), episode)
         if self.cfg.eval_tactics:

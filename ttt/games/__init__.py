@@ -6,7 +6,7 @@ Learners reach a board only through this package: ``make_game(name)`` and the ``
 
 from __future__ import annotations
 
-from ttt.games.batched import BatchedGames, legal_moves, random_legal_actions
+from ttt.games.batched import BatchedGames, random_legal_actions
 from ttt.games.rules import FIRST, SECOND, Game, IllegalMoveError, State, render_board
 
 BOARDS: dict[str, dict] = {
@@ -30,4 +30,4 @@ def make_game(name: str) -> Game:
 
 
 __all__ = ["BOARDS", "FIRST", "SECOND", "BatchedGames", "Game", "IllegalMoveError", "State",
-           "legal_moves", "make_game", "random_legal_actions", "render_board"]
+           "make_game", "random_legal_actions", "render_board"]

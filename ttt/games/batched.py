@@ -7,18 +7,6 @@ import numpy as np
 from ttt.games.rules import FIRST, Game, IllegalMoveError, State
 
 
-def legal_moves(board: np.ndarray, game: Game) -> np.ndarray:
-    """(B, cells) bool: the empty cells of each board that can be played (with gravity: supported).
-
-    Whether a board's game is already over is not checked: that is ``BatchedGames.legal_mask``'s job.
-    """
-    legal = board == 0
-    if game.gravity:
-        lay = game.n ** (game.d - 1)  # the cell below c is c - lay (axis 0 is the layer)
-        legal[:, lay:] &= board[:, :-lay] != 0  # supported by the piece below
-    return legal
-
-
 class BatchedGames:
     """B games of one board at once.
 
@@ -68,7 +56,10 @@ class BatchedGames:
     # ------------------------------------------------------------------ views
     def legal_mask(self) -> np.ndarray:
         """(B, cells) bool: legal moves; all False for finished games."""
-        legal = legal_moves(self.board, self.game)
+        legal = self.board == 0
+        if self._gravity:
+            lay = self._layer
+            legal[:, lay:] &= self.board[:, :-lay] != 0  # supported by the piece below
         legal &= ~self.done[:, None]
         return legal
 
