@@ -9,12 +9,13 @@ BIN := $(VENV)/bin
 setup: $(VENV)/.installed
 
 # torch is pinned first: the pinned CPU build installs in seconds where it is cached, and a bare
-# range would pull a multi-GB CUDA build.
+# range would pull a multi-GB CUDA build. The optional extras (all: OpenSpiel, PettingZoo,
+# Gymnasium) need neither torch nor a different numpy.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,all]"
 	touch $@
 
 train: setup

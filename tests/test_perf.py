@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,11 +23,57 @@ def test_engine_section_writes_json(tmp_path, capsys):
     assert len(printed) == len(BOARDS) and all(line.endswith("plies/s") for line in printed)
 
 
-@pytest.mark.parametrize("arg", ["speed=3", "sections=nope", "engine"])
-def test_bad_arguments_exit_with_a_message(arg):
+@pytest.mark.parametrize("args, message", [
+    (["speed=3"], "unknown argument 'speed=3'"),
+    (["sections=nope"], "unknown section 'nope'"),
+    (["engine"], "unknown argument 'engine'"),
+    (["seconds=-1"], "seconds=-1: the measuring time must be a number > 0"),
+    (["seconds=0"], "seconds=0: the measuring time must be a number > 0"),
+    (["seconds=abc"], "seconds=abc: the measuring time must be a number > 0"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, message, capsys, monkeypatch):
+    # seconds=-1 used to measure nothing and print "0 episodes/s"
+    for name in perf.SECTIONS:
+        monkeypatch.setitem(perf.SECTIONS, name, lambda seconds: {"x": seconds})
     with pytest.raises(SystemExit) as err:
-        perf.main([arg, "seconds=0.01"])
-    assert "ttt.perf" in str(err.value)
+        perf.main(args)
+    assert err.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ttt.perf: ") and message in lines[0]
+    assert captured.out == ""
+
+
+def test_unwritable_output_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    measured = []
+    monkeypatch.setitem(perf.SECTIONS, "engine", lambda seconds: measured.append(seconds) or {"3x3": 1.0})
+    with pytest.raises(SystemExit) as err:
+        perf.main(["sections=engine", "seconds=0.01", f"output={blocker / 'perf.json'}"])
+    assert err.value.code == 2 and measured == []  # not a single measurement was spent
+    assert "output" in capsys.readouterr().err
+
+
+def test_output_failing_after_measuring_goes_to_a_fallback_file(tmp_path, monkeypatch, capsys):
+    out_dir = tmp_path / "out"
+
+    def engine(seconds):  # the folder becomes unwritable while measuring: replaced by a file
+        out_dir.rmdir()
+        out_dir.write_text("")
+        return {"3x3": 123.0}
+
+    out_dir.mkdir()
+    monkeypatch.setitem(perf.SECTIONS, "engine", engine)
+    with pytest.raises(SystemExit) as err:
+        perf.main(["sections=engine", "seconds=0.01", f"output={out_dir / 'perf.json'}"])
+    assert err.value.code == 1
+    line = capsys.readouterr().err.strip()
+    fallback = Path(line.rsplit("written to ", 1)[1])
+    try:
+        assert json.loads(fallback.read_text()) == {"engine": {"3x3": 123.0}}
+    finally:
+        fallback.unlink()
 
 
 def test_search_section_reports_ms_per_move(capsys):

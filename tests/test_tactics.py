@@ -222,11 +222,18 @@ def test_a_batch_of_suite_positions_plays_like_the_single_states():
     (["game=3x3", "player=random"], "no tactics suites for board '3x3'"),
     (["player=nobody"], "unknown player 'nobody'"),
     (["generate=true", "game=3x3"], "suites are defined for"),
+    (["player=random", "threads=0"], "threads must be >= 1"),
 ])
 def test_expected_errors_are_one_line(overrides, message):
     with pytest.raises(ValueError, match=message) as err:
         tt.tactics(compose_tactics(*overrides))
     assert "\n" not in str(err.value)
+
+
+def test_an_unwritable_output_fails_before_any_work(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="not writable|is a file"):
+        tt.tactics(compose_tactics("player=random", f"output={tmp_path / 'file' / 'x.json'}"))
 
 
 def test_cli_help_and_a_one_line_error():

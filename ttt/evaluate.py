@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -110,8 +111,10 @@ class MatchResult:
 
 
 def play_games(game: Game, first: Player, second: Player, num_games: int,
-               rng: np.random.Generator) -> np.ndarray:
-    """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0)."""
+               rng: np.random.Generator, progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0).
+
+    ``progress(finished)`` is called after every ply with the number of games over so far."""
     if num_games <= 0:
         return np.zeros(0, dtype=np.int8)
     games = BatchedGames(game, num_games)
@@ -121,17 +124,20 @@ def play_games(game: Game, first: Player, second: Player, num_games: int,
         mover = first if ply % 2 == 0 else second
         games.step(mover.act_batch(games, rng))
         ply += 1
+        if progress is not None:
+            progress(int(games.done.sum()))
     return games.winner.copy()
 
 
 def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed: int = 0,
                seats: str = "both", agent_name: str | None = None,
-               opponent_name: str | None = None) -> MatchResult:
+               opponent_name: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> MatchResult:
     """Play ``num_games`` games of ``agent`` against ``opponent``.
 
     ``seats="both"`` gives the agent the first seat in half the games (the extra game of an odd
     count goes to the first seat); "first" or "second" fixes the agent's seat. The same seed gives
-    the same result.
+    the same result. ``progress(finished, num_games)`` is called after every ply.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
@@ -147,7 +153,9 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
                                   ("second", n_second, opponent, agent, -1)):
         if n == 0:
             continue
-        w = play_games(game, p1, p2, n, rng) * sign
+        offset = n_first if seat == "second" else 0
+        report = None if progress is None else (lambda k, offset=offset: progress(offset + k, num_games))
+        w = play_games(game, p1, p2, n, rng, report) * sign
         r = getattr(result, seat)
         r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
     result.seconds = time.perf_counter() - t0

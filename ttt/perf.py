@@ -4,7 +4,10 @@ Prints plies per second of batched random play on every board (section ``engine`
 per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``) and
 training episodes per second of the structured network on 4x4x4 against random (section ``train``).
 With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec},
-"search": {"BOARD depth D": ms_per_move}, "train": {...}}``.
+"search": {"BOARD depth D": ms_per_move}, "train": {...}}``; the file is checked for writability
+before the measurements, and written to a fallback file (named on stderr) if it still fails.
+``seconds=S`` is the measuring time of each figure (S > 0). A bad argument prints one line and
+exits with code 2.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 
 import numpy as np
 
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 
 
@@ -74,32 +78,53 @@ SECTIONS = {"engine": engine_section, "search": search_section, "train": train_s
 UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f")}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    argv = sys.argv[1:] if argv is None else argv
+def parse_args(argv: list[str]) -> tuple[list[str], float, str | None]:
+    """(sections, seconds, output) from ``key=value`` arguments; ValueError (one line) for a bad one."""
     opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3"}
     for arg in argv:
-        if arg in ("-h", "--help"):
-            print(__doc__)
-            sys.exit(0)
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S")
+            raise ValueError(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S")
         opts[key] = value
+    sections = opts["sections"].split(",")
+    for name in sections:
+        if name not in SECTIONS:
+            raise ValueError(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+    try:
+        seconds = float(opts["seconds"])
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"ttt.perf: seconds={opts['seconds']}: the measuring time must be a number > 0")
+    if opts["output"]:
+        check_writable_file(opts["output"], "ttt.perf: output")
+    return sections, seconds, opts["output"]
+
+
+def measure(argv: list[str]) -> dict:
+    """Run the sections ``argv`` asks for; print one line per figure; write ``output=`` if given."""
+    sections, seconds, output = parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
     out: dict = {}
-    for name in opts["sections"].split(","):
-        if name not in SECTIONS:
-            sys.exit(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
-        out[name] = SECTIONS[name](float(opts["seconds"]))
+    for name in sections:
+        out[name] = SECTIONS[name](seconds)
         unit, fmt = UNITS[name]
         for key, value in out[name].items():
             print(f"{name:7s} {key:22s} {value:14{fmt}} {unit}", flush=True)
-    if opts["output"]:
-        with open(opts["output"], "w") as f:
-            json.dump(out, f, indent=2)
+    if output:
+        text = json.dumps(out, indent=2)
+        write_with_fallback(output, lambda p: p.write_text(text), "measurements")
     return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        sys.exit(0)
+    return run_cli(measure, argv)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ import sys
 import time
 import zipfile
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -61,7 +61,8 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.benchmark import agent_spec, board_name, load_agents, run_cli
+from ttt.benchmark import agent_spec, board_name, load_agents
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
@@ -378,6 +379,10 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     import torch
 
     out = out or sys.stdout
+    if int(cfg.threads) < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    if cfg.output:
+        check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))
     if cfg.generate:
         return generate(cfg, out)
@@ -396,9 +401,8 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": bool(flags),
               "rule_flags": flags, "suites": results}
     if cfg.output:
-        path = Path(cfg.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n")
+        text = json.dumps(result, indent=2) + "\n"
+        path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")
         print(f"wrote {path}", file=out)
     return result
 
@@ -415,8 +419,8 @@ def generate(cfg: DictConfig, out: TextIO) -> dict:
     for board in boards:
         game = make_game(board)
         suites = generate_suites(game, out=out)
-        path = Path(cfg.output) if cfg.output else suite_path(board)
-        save_suites(path, game, suites)
+        path = write_with_fallback(Path(cfg.output) if cfg.output else suite_path(board),
+                                   partial(save_suites, game=game, suites=suites), "suites")
         print(f"wrote {path}", file=out, flush=True)
         result[board] = {"path": str(path), **{s: len(x) for s, x in suites.items()}}
     return result
