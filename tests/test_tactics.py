@@ -160,24 +160,25 @@ def test_depth_3_search_solves_every_fork():
     assert suite.solutions[np.arange(5), moves].all()
 
 
-def value_player(game, exact_wins=True):
+def value_player(game, rules=None):
     from omegaconf import OmegaConf
 
-    from ttt.agents.dqn import DQNPlayer
+    from ttt.agents.dqn import DQNPlayer, Rules
     from ttt.nets.structured import build_value_net
 
     torch.manual_seed(0)
     net = build_value_net(OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [8], "bias": True}), game)
-    return DQNPlayer(game, net, exact_wins=exact_wins)
+    return DQNPlayer(game, net, rules=Rules() if rules is None else rules)
 
 
 def test_rules_false_switches_the_rules_off_on_a_copy():
     game = make_game("4x4x4")
-    player = value_player(game)
-    player.exact_losses = True  # a rule the player may have: switched off too
+    from ttt.agents.dqn import Rules
+
+    player = value_player(game, Rules(wins=True, losses=True))
     bare = tt.without_rules(player)
-    assert tt.rule_flags(bare) == {"exact_wins": False, "exact_losses": False}
-    assert tt.rule_flags(player) == {"exact_wins": True, "exact_losses": True}  # the original is unchanged
+    assert tt.rule_flags(bare) == {"wins": False, "losses": False, "forks": False}
+    assert tt.rule_flags(player) == {"wins": True, "losses": True, "forks": False}  # the original is unchanged
     assert bare.net is player.net
     with_rules = tt.suite_results(player, game)["win"]["rate"]
     alone = tt.suite_results(bare, game)["win"]["rate"]
@@ -210,7 +211,7 @@ def test_a_batch_of_suite_positions_plays_like_the_single_states():
     game = make_game("4x4x4_gravity")
     suites = {s: tt.Suite(s, x.boards[:4], x.solutions[:4], x.origin[:4])
               for s, x in tt.load_suites(game.name).items()}
-    player = value_player(game, exact_wins=False)
+    player = value_player(game).without_rules()
     hits = tt.solved(player, game, suites)
     for s, x in suites.items():
         games = BatchedGames.from_states([game.state_from_board(b) for b in x.boards])

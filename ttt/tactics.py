@@ -31,9 +31,10 @@ not lost within 2 plies (``block``) or 4 plies (``block_fork``), searching that 
 
 **Measuring** asks the player for one move in every position of every suite at once (one
 ``act_batch`` call: one forward pass over all afterstates for the value network). ``rules=false``
-measures a learned player without its move-selection rules: the flags of ``RULE_FLAGS`` that it has
-(``exact_wins``, ``exact_losses``) are set to False on a copy. Fixed and search players have none, and
-the output says that ``rules`` has no effect on them. JSON (``output=FILE.json``)::
+measures a learned player without its move-selection rules: a player that has them (its ``rules``, e.g.
+``ttt.agents.dqn.Rules``: exact wins, losses, forks) offers ``without_rules()``, the same network playing
+alone. Fixed and search players have none, and the output says that ``rules`` has no effect on them.
+JSON (``output=FILE.json``)::
 
     {"game": ..., "player": ..., "rules": bool, "rules_apply": bool, "rule_flags": {...},
      "suites": {"win": {"positions": N, "solved": K, "rate": K / N}, "block": ..., "fork": ...,
@@ -45,13 +46,12 @@ evaluation on boards with suites (``tactics_rates``, called from ``ttt.training.
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import sys
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, TextIO
@@ -82,8 +82,6 @@ MAX_ROUNDS = 40
 # search verification: (plies searched, "win": solutions win within them | "hold": solutions are not lost)
 VERIFY = {"win": (1, "win"), "block": (2, "hold"), "fork": (3, "win"), "block_fork": (4, "hold")}
 
-# move-selection rules of learned players, switched off by rules=false
-RULE_FLAGS = ("exact_wins", "exact_losses")
 
 
 @dataclass
@@ -306,18 +304,21 @@ def load_suites(board: str) -> dict[str, Suite]:
 
 
 # ---------------------------------------------------------------------------------------- measuring
+def has_rules(player: Player) -> bool:
+    """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""
+    return callable(getattr(player, "without_rules", None))
+
+
 def rule_flags(player: Player) -> dict[str, bool]:
-    """The move-selection rules the player has (``RULE_FLAGS``) and whether each is on."""
-    return {f: bool(getattr(player, f)) for f in RULE_FLAGS if hasattr(player, f)}
+    """The move-selection rules of ``player`` and whether each is on ({} for a player without rules)."""
+    if not has_rules(player):
+        return {}
+    return {k: v for k, v in asdict(player.rules).items() if isinstance(v, bool)}
 
 
 def without_rules(player: Player) -> Player:
-    """A copy of ``player`` with every rule of ``RULE_FLAGS`` it has switched off (the same network)."""
-    bare = copy.copy(player)
-    for f in RULE_FLAGS:
-        if hasattr(bare, f):
-            setattr(bare, f, False)
-    return bare
+    """``player`` without its move-selection rules (the network alone); ``player`` itself if it has none."""
+    return player.without_rules() if has_rules(player) else player
 
 
 def solved(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:
@@ -391,14 +392,15 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     if not cfg.rules:
         player = without_rules(player)
     flags = rule_flags(player)
+    applies = has_rules(player)
     t0 = time.perf_counter()
     results = suite_results(player, game, int(cfg.seed))
     seconds = time.perf_counter() - t0
-    rules_text = ", ".join(f"{k}={v}" for k, v in flags.items()) if flags else "no effect: it has no rules to switch"
+    rules_text = ", ".join(f"{k}={v}" for k, v in flags.items()) if applies else "no effect: it has no rules to switch"
     print(f"{label} on {game.name}, rules={str(bool(cfg.rules)).lower()} ({rules_text}); {seconds:.1f} s",
           file=out)
     print(format_table(results), file=out, flush=True)
-    result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": bool(flags),
+    result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": applies,
               "rule_flags": flags, "suites": results}
     if cfg.output:
         text = json.dumps(result, indent=2) + "\n"

@@ -32,8 +32,8 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
 ``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
-                                         ``fork``, ``block_fork``) by the player without its exact-win
-                                         and exact-loss rules (the network alone); boards with suites
+                                         ``fork``, ``block_fork``) by the player without its
+                                         move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
