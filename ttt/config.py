@@ -42,7 +42,8 @@ class TrainConfig:
     episodes: int = 20000  # training episodes (games)
     eval_every: int = 2000  # episodes between evaluations (and checkpoints); 0 = only at the end
     eval_games: int = 200  # games per opponent per evaluation, half in each seat
-    eval_opponents: list[str] = field(default_factory=lambda: ["random", "benchmark"])
+    eval_opponents: list[str] = field(default_factory=lambda: ["random", "benchmark"])  # player specs
+    eval_tactics: bool = True  # log eval/tactics/<suite> at every evaluation (boards with suites)
     num_envs: int = 1  # games played in parallel while training
     seed: int = 0
     resume: bool = False  # continue from the checkpoint in the run directory

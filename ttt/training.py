@@ -31,6 +31,10 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/score``                (wins + draws / 2) / games
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
+``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
+                                         ``fork``, ``block_fork``) by the player without its
+                                         move-selection rules (the network alone); boards with suites
+                                         only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
@@ -74,8 +78,8 @@ CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
 HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
-RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "threads", "checkpoint_every", "checkpoint_minutes",
-               "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "threads", "checkpoint_every",
+               "checkpoint_minutes", "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
@@ -466,7 +470,10 @@ class Run:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
-        """Greedy games of ``player`` against each configured opponent, both seats; logged."""
+        """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
+        its tactics rates; logged."""
+        from ttt.tactics import tactics_rates
+
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
@@ -477,6 +484,9 @@ class Run:
                 prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(f"{prefix}/{key}", getattr(seat, key), episode)
+        if self.cfg.eval_tactics:
+            for suite, rate in tactics_rates(player, self.game).items():
+                self.log(f"eval/tactics/{suite}", rate, episode)
         self.last_eval = results
         self.writer.flush()
         return results

@@ -7,7 +7,9 @@ These answer exact one- and two-move questions from the rules alone, for many bo
 * ``move_tactics``: for every legal move of the player to move, whether it wins at once, whether it
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
-  opponent has none, so the opponent can block only one of them (a win in the mover's next move).
+  opponent has none, so the opponent can block only one of them (a win in the mover's next move);
+* ``forced_wins``: the moves that win by force at the mover's next move, whatever the reply (every
+  fork, and with gravity also e.g. a threat whose only block makes a second winning cell playable).
 
 Gravity is respected: a cell is playable when the cell below it is filled, and a move can make the
 cell above it playable, for either side.
@@ -120,8 +122,8 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
         bb = np.concatenate([b, b])
         a = np.concatenate([x, y])  # the move
         t = np.concatenate([y, x])  # the cell it makes a winner
-        playable = legal[bb, t] | (game.below[t] == a)
-        fresh = playable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
+        reachable = legal[bb, t] | (game.below[t] == a)
+        fresh = reachable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
         np.add.at(count, (bb[fresh], a[fresh]), 1)
     fork = legal & ~win & ~loss & (count >= 2)
     return MoveTactics(win=win, loss=loss, fork=fork)
@@ -146,3 +148,27 @@ def _per_line(cells: np.ndarray, game: Game) -> np.ndarray:
 def _per_cell(lines: np.ndarray, game: Game) -> np.ndarray:
     """(B, L) bool -> (B, cells) how many marked lines pass through each cell."""
     return (torch.from_numpy(lines.astype(np.float32)) @ _incidence(game).T).numpy()
+
+
+def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool: moves of ``player`` that win by force in three plies (not at once).
+
+    Such a move does not complete a line, leaves the opponent no immediate win, and after every legal
+    reply of the opponent ``player`` can complete a line. Every ``move_tactics`` fork is one; on a free
+    board they are exactly the forks, with gravity a threat whose only block makes a second winning cell
+    playable above it is one too. Exact: the afterstate of every candidate move is built and each
+    reply checked with ``move_tactics`` (memory grows with B * cells * lines: pass a few hundred boards).
+    """
+    t = move_tactics(board, player, legal, game)
+    out = np.zeros_like(legal)
+    b, a = np.nonzero(legal & ~t.win & ~t.loss)
+    if len(b) == 0:
+        return out
+    after = board[b].copy()
+    after[np.arange(len(b)), a] = player[b]
+    replies = playable(after, game)
+    # the opponent has no winning reply (the move left it none), so every reply must lose at once
+    reply = move_tactics(after, -player[b], replies, game)
+    forced = replies.any(1) & ~(replies & ~reply.loss).any(1)
+    out[b[forced], a[forced]] = True
+    return out
