@@ -43,6 +43,7 @@ class TrainConfig:
     resume: bool = False  # continue from the checkpoint in the run directory
     progress: bool = True  # print a progress line while training
     threads: int = 1  # torch intra-op threads
+    device: str = "auto"  # auto | cpu | cuda: where games, networks and batched opponents live (ttt.device)
     run_dir: str | None = None  # the run directory of a single run; else Hydra's output directory
 
 

@@ -7,6 +7,7 @@ the run directory: Hydra's output directory, or ``run_dir=...``.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -14,13 +15,21 @@ from omegaconf import DictConfig
 
 from ttt.agents import agent_module
 from ttt.config import register_configs
+from ttt.device import DeviceError, resolve_device
 from ttt.training import Run, seed_everything
 
 
 def train(cfg: DictConfig) -> dict:
-    """Run the training the config describes; returns the final evaluation (as in final_eval.json)."""
+    """Run the training the config describes; returns the final evaluation (as in final_eval.json).
+
+    Raises DeviceError before anything is written when ``device`` cannot be honoured here.
+    """
     import torch
 
+    module = agent_module(cfg.agent.name)
+    device = resolve_device(cfg.device)
+    if not getattr(module, "USES_DEVICE", False):
+        device = "cpu"  # a tabular learner: tables and games stay on the host
     if cfg.run_dir:
         run_dir = Path(cfg.run_dir)
     else:
@@ -29,9 +38,9 @@ def train(cfg: DictConfig) -> dict:
         run_dir = Path(HydraConfig.get().runtime.output_dir)
     torch.set_num_threads(int(cfg.threads))
     seed_everything(int(cfg.seed))
-    run = Run(cfg, run_dir)
+    run = Run(cfg, run_dir, device)
     try:
-        return agent_module(cfg.agent.name).train(cfg, run)
+        return module.train(cfg, run)
     finally:
         run.close()
 
@@ -47,7 +56,11 @@ def main(cfg: DictConfig) -> None:
     if cfg.run_dir and HydraConfig.get().mode == RunMode.MULTIRUN:
         # every job of the sweep would write into the same folder
         raise SystemExit("ttt.train: run_dir is for single runs; a multirun puts each run under hydra.sweep.dir")
-    train(cfg)
+    try:
+        train(cfg)
+    except DeviceError as e:
+        print(f"ttt.train: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -51,10 +51,11 @@ def seed_everything(seed: int) -> np.random.Generator:
 class Run:
     """One training run: its directory, logger, evaluation and progress line."""
 
-    def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str = "cpu") -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.cfg = cfg
+        self.device = device  # resolved: "cpu" or "cuda" (ttt.device); the learner's games and networks live there
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.game: Game = make_game(cfg.game.name)
@@ -85,7 +86,7 @@ class Run:
         return rate
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
-        """A progress line (at most every 2 s unless forced): bar, episodes, rate, latest eval."""
+        """A progress line (at most every 2 s unless forced): bar, episodes, device, rate, latest eval."""
         if not self.cfg.progress:
             return
         now = time.perf_counter()
@@ -96,7 +97,7 @@ class Run:
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         evals = " ".join(f"{k}:{r.both.score:.3f}" for k, r in self.last_eval.items())
-        line = f"[{bar}] {episode}/{total} {info}" + (f" | eval score {evals}" if evals else "")
+        line = f"[{bar}] {episode}/{total} {self.device} {info}" + (f" | eval score {evals}" if evals else "")
         print(line, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ evaluation

@@ -18,31 +18,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
 
 
-def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+def completing_moves(board, player, legal, game: Game):
     """(B, cells) bool: legal moves that complete a line of ``player`` (per row) at once.
 
     A move completes a line when that line holds k-1 of the player's pieces and the move's cell is
-    the line's only empty cell.
+    the line's only empty cell. numpy arrays or torch tensors (``ttt.games.arrays``), alike.
     """
     return completing_cells(board, player, game) & legal
 
 
-def completing_cells(board: np.ndarray, player: np.ndarray, game: Game) -> np.ndarray:
+def completing_cells(board, player, game: Game):
     """(B, cells) bool: empty cells that would complete a line of ``player``, playable or not."""
-    lines = game.lines
-    vals = board[:, lines].astype(np.int16)  # (B, L, k)
+    xp = arrays_of(board)
+    lines = xp.table(game.lines) if xp.is_torch else game.lines
+    vals = board[:, lines]  # (B, L, k)
     own = (vals == player[:, None, None]).sum(-1)
     empty = vals == 0
     ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
-    hit = np.zeros(board.shape, dtype=bool)
-    b, li = np.nonzero(ready)
-    if len(b):
-        pos = empty[b, li].argmax(-1)
-        hit[b, lines[li, pos]] = True
-    return hit
+    return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
 
 
 @dataclass
