@@ -59,9 +59,8 @@ def play_script(trainer: Trainer, moves: list[int]) -> list[tuple[np.ndarray, np
     """Play a scripted game in env 0; the (afterstates, targets) of each ply's update."""
     out = []
     for a in moves:
-        trainer.step(np.array([a]))
-        _, obs, targets = trainer.last_batch
-        out.append((obs.copy(), targets.copy()))
+        batch = trainer.step(np.array([a]))
+        out.append((batch.obs.copy(), batch.targets.copy()))
     return out
 
 
@@ -132,8 +131,8 @@ def test_batched_games_compute_the_same_targets_as_sequential_ones():
     for ply in range(max(len(m) for m, _ in scripts)):
         actions = np.array([m[ply] if ply < len(m) else int(np.flatnonzero(trainer.games.legal_mask()[e])[0])
                             for e, (m, _) in enumerate(scripts)])
-        trainer.step(actions)
-        rows, obs, targets = trainer.last_batch
+        batch = trainer.step(actions)
+        rows, obs, targets = batch.rows, batch.obs, batch.targets
         for e, (m, _) in enumerate(scripts):
             if ply < len(m):
                 batched[e].append((obs[rows == e], targets[rows == e]))
@@ -150,8 +149,8 @@ def test_target_is_detached():
     before = {k: v.clone() for k, v in trainer.net.state_dict().items()}
     reference = make_trainer(lr=0.0, seats=[1])
     reference.net.load_state_dict(before)
-    trainer.step(np.array([X_WINS[0][2]]))
-    _, obs, targets = trainer.last_batch
+    batch = trainer.step(np.array([X_WINS[0][2]]))
+    obs, targets = batch.obs, batch.targets
     pred = reference.net(torch.from_numpy(obs))
     torch.nn.functional.huber_loss(pred, torch.from_numpy(targets)).backward()
     for name, p in reference.net.named_parameters():
@@ -293,8 +292,7 @@ def test_symmetry_augmentation_trains_on_symmetric_images_of_the_afterstates():
     trainer = make_trainer(lr=0.1, seats=[1], symmetry_augment=True)
     seen = []
     trainer.net.register_forward_pre_hook(lambda module, args: seen.append(args[0].numpy().copy()))
-    play_script(trainer, X_WINS[0])
-    _, obs, _ = trainer.last_batch  # the rows of the last ply, before augmentation
+    obs = play_script(trainer, X_WINS[0])[-1][0]  # the rows of the last ply, before augmentation
     images = {tuple(o[p]) for o in obs for p in make_game("3x3").symmetries}
     assert len(seen[-1]) == len(obs) and all(tuple(row) in images for row in seen[-1])
     assert any(not np.array_equal(row, o) for row, o in zip(seen[-1], obs, strict=True))  # not the identity

@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
-from ttt.games.threats import completing_moves
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.training import OPPONENT_PHASES, Run
@@ -68,6 +68,9 @@ class Config:
     benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
+    exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
+    rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
+    frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
 
@@ -85,6 +88,8 @@ def check_config(a) -> None:
         raise ValueError(f"agent.loss={a.loss!r}: choose huber or mse")
     if not 0.0 <= a.benchmark_fraction <= 1.0:
         raise ValueError(f"agent.benchmark_fraction={a.benchmark_fraction}: must be in [0, 1]")
+    if a.frozen_pool < 1:
+        raise ValueError(f"agent.frozen_pool={a.frozen_pool}: must be >= 1")
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -103,17 +108,23 @@ def make_optimizer(a, net: torch.nn.Module) -> torch.optim.Optimizer:
 
 # ---------------------------------------------------------------------------------- move selection
 @torch.inference_mode()
-def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, exact_wins: bool = True) -> torch.Tensor:
+def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, exact_wins: bool = True,
+                      exact_losses: bool = False, tactics: MoveTactics | None = None) -> torch.Tensor:
     """(len(rows), cells) values of every legal afterstate of the games ``rows``, -inf where illegal.
 
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
     With ``exact_wins`` a move that completes a line scores its reward, +1: a terminal afterstate's
     value is the reward, not an estimate (a tanh output only approaches 1, and a position one move
-    from a win is worth gamma, so the estimate alone ranks them too close).
+    from a win is worth gamma, so the estimate alone ranks them too close). With ``exact_losses`` a
+    move after which the opponent can complete a line at once scores -1, its value when the opponent
+    takes the win. ``tactics`` (``move_tactics`` of these rows) is computed when not given.
     """
     board, to_play, legal = games.board[rows], games.to_play[rows], games.legal_mask()[rows]
     boards = torch.from_numpy((board * to_play[:, None]).astype(np.float32))
     values = net.afterstate_values(boards, torch.from_numpy(legal))
+    if exact_losses:
+        t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
+        values[torch.from_numpy(t.loss)] = -1.0
     if exact_wins:
         values[torch.from_numpy(completing_moves(board, to_play, legal, games.game))] = 1.0
     return values
@@ -130,17 +141,68 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float, rng: np.random.Generato
     return actions
 
 
-# ------------------------------------------------------------------------- TD(0) over a batch of games
+# ------------------------------------------------------------------------- TD(0) targets of one ply
+@dataclass
+class Targets:
+    """Training examples of one ply: afterstates (mover's view), their targets and the games they came from."""
+
+    obs: np.ndarray  # (N, cells) float32
+    targets: np.ndarray  # (N,) float32
+    rows: np.ndarray  # (N,) game index
+
+    @staticmethod
+    def concat(parts: list[Targets]) -> Targets:
+        return Targets(np.concatenate([p.obs for p in parts]).astype(np.float32, copy=False),
+                       np.concatenate([p.targets for p in parts]).astype(np.float32),
+                       np.concatenate([p.rows for p in parts]).astype(np.int64))
+
+
+def td0_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, after: np.ndarray,
+                new_value: np.ndarray, terminal: np.ndarray, reward: np.ndarray, gamma: float) -> Targets:
+    """The TD(0) targets of the movers' seats after one move in the games ``rows``.
+
+    Per mover: its previous afterstate ``prev`` (when ``has_prev``) moves toward ``gamma * V(after)``,
+    or ``gamma * reward`` when the new afterstate ``after`` is terminal; a terminal ``after`` itself moves
+    toward ``reward`` (+1 win, 0 draw). ``new_value`` is V(after) (a constant: no gradient).
+    """
+    boot = np.where(terminal, reward, new_value)
+    return Targets.concat([
+        Targets(prev[has_prev], gamma * boot[has_prev], rows[has_prev]),
+        Targets(after[terminal], reward[terminal], rows[terminal]),
+    ])
+
+
+def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, reward: np.ndarray) -> Targets:
+    """When a game ends on the opponent's move, the waiting seat's last afterstate moves toward its
+    reward, ``-reward`` of the mover (-1 loss, 0 draw), with no bootstrap."""
+    return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
+
+
+def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float) -> Targets:
+    """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own):
+    a winning move's afterstate is worth +1, a move that lets the opponent win at once -1, and a fork
+    (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move."""
+    value = np.zeros(tactics.win.shape, dtype=np.float32)
+    value[tactics.fork] = gamma
+    value[tactics.loss] = -1.0
+    value[tactics.win] = 1.0
+    e, a = np.nonzero(tactics.win | tactics.loss | tactics.fork)
+    obs = views[e].astype(np.float32)
+    obs[np.arange(len(e)), a] = 1.0
+    return Targets(obs, value[e, a], rows[e])
+
+
+# -------------------------------------------------------------------------- a batch of training games
 # the per-game arrays a checkpoint holds: the BatchedGames state, then the trainer's own
 GAME_ARRAYS = ("board", "to_play", "done", "winner", "num_moves", "last_action")
-TRAINER_ARRAYS = ("agent_seat", "kind", "prev", "has_prev")
+TRAINER_ARRAYS = ("agent_seat", "kind", "pool_index", "prev", "has_prev")
 
 
 class Trainer:
     """``num_envs`` training games, the learning network, its optimiser and the opponents.
 
-    ``step()`` plays one ply in every game and makes one TD(0) update; it returns the games that
-    ended. Everything it needs to continue is in ``state_dict()``.
+    ``step()`` plays one ply in every game and makes one TD(0) update; it returns that ply's training
+    examples. Everything it needs to continue is in ``state_dict()``.
     """
 
     def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng: np.random.Generator,
@@ -151,7 +213,7 @@ class Trainer:
         self.game, self.a, self.rng = game, agent_cfg, rng
         self.net = build_value_net(network_cfg, game) if net is None else net
         self.optimizer = make_optimizer(agent_cfg, self.net)
-        self.frozen: ValueNet | None = None
+        self.pool: list[ValueNet] = []  # frozen copies, oldest first
         self.frozen_taken_at = -1
         self.frozen_refreshes = 0
         self.benchmark = BenchmarkPlayer(game)
@@ -159,15 +221,20 @@ class Trainer:
         envs = np.arange(num_envs)
         self.agent_seat = np.where(envs % 2 == 0, 1, -1).astype(np.int8)  # seats alternate per game
         self.kind = np.zeros(num_envs, dtype=np.int8)  # each game's opponent (OPPONENT_PHASES code)
+        self.pool_index = np.zeros(num_envs, dtype=np.int64)  # the frozen copy each game plays
         self.prev = np.zeros((num_envs, 2, game.num_cells), dtype=np.float32)  # last afterstate per seat
         self.has_prev = np.zeros((num_envs, 2), dtype=bool)
         self.episodes = 0
         self.steps = 0
         self.loss_sum, self.loss_count = 0.0, 0
-        for e in envs:
-            self.kind[e] = self._draw_opponent()
         self._refresh_frozen()
-        self.last_batch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        for e in envs:
+            self._new_game(e)
+
+    @property
+    def frozen(self) -> ValueNet | None:
+        """The newest frozen copy (None before the curriculum takes one)."""
+        return self.pool[-1] if self.pool else None
 
     # ---- curriculum
     def phase(self) -> str:
@@ -177,25 +244,37 @@ class Trainer:
     def phase_label(self) -> str:
         """The opponents of games that start now, for people: e.g. ``80% benchmark / 20% frozen``."""
         name, share = self.phase(), self.a.benchmark_fraction
+        if name == "frozen" and self.a.frozen_pool > 1:
+            name = f"frozen (pool of {len(self.pool)})"
         if self.episodes < self.a.switch_episode or share <= 0:
             return name
         return "benchmark" if share >= 1 else f"{share:.0%} benchmark / {1 - share:.0%} {name}"
 
-    def _draw_opponent(self) -> int:
+    def _new_game(self, e: int) -> None:
+        """Draw the opponent of the game starting in env ``e`` (and its frozen copy)."""
         name = self.phase()
         if self.episodes >= self.a.switch_episode and self.a.benchmark_fraction > 0:
             if self.rng.random() < self.a.benchmark_fraction:
                 name = "benchmark"
-        return OPPONENT_PHASES[name]
+        self.kind[e] = OPPONENT_PHASES[name]
+        if name == "frozen" and len(self.pool) > 1:
+            self.pool_index[e] = self.rng.integers(len(self.pool))
+        else:
+            self.pool_index[e] = max(len(self.pool) - 1, 0)
 
     def _refresh_frozen(self) -> None:
-        """Take a frozen copy of the weights when the curriculum switches to it, and every refresh_every."""
+        """Take a frozen copy of the weights when the curriculum switches to it, and every refresh_every;
+        the pool keeps the newest ``frozen_pool`` copies."""
         if self.phase() != "frozen" and self.a.opponent != "frozen":
             return
-        due = self.frozen is None or (self.a.refresh_every > 0
-                                      and self.episodes - self.frozen_taken_at >= self.a.refresh_every)
+        due = not self.pool or (self.a.refresh_every > 0
+                                and self.episodes - self.frozen_taken_at >= self.a.refresh_every)
         if due:
-            self.frozen = copy.deepcopy(self.net).requires_grad_(False)
+            self.pool.append(copy.deepcopy(self.net).requires_grad_(False))
+            if len(self.pool) > self.a.frozen_pool:
+                self.pool.pop(0)
+                self.pool_index -= 1  # games in progress keep their copy (or the oldest one left)
+                np.maximum(self.pool_index, 0, out=self.pool_index)
             self.frozen_taken_at = self.episodes
             self.frozen_refreshes += 1
 
@@ -203,51 +282,48 @@ class Trainer:
         """Games whose player to move learns: the agent's seat, or both seats in self-play games."""
         return (self.games.to_play == self.agent_seat) | (self.kind == OPPONENT_PHASES["self_play"])
 
+    def _tactics(self, rows: np.ndarray) -> MoveTactics | None:
+        if not (self.a.exact_losses or self.a.rule_labels) or not len(rows):
+            return None
+        g = self.games
+        return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
+
     # ---- one ply in every game
-    def step(self, actions: np.ndarray | None = None) -> np.ndarray:
-        """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move."""
-        g, rng = self.games, self.rng
+    def step(self, actions: np.ndarray | None = None) -> Targets:
+        """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move.
+
+        Returns the ply's training examples (before any symmetry augmentation)."""
+        g, rng, a = self.games, self.rng, self.a
         mover = g.to_play.copy()
-        learn = self.learner_mask()
-        lrn = np.flatnonzero(learn)
+        lrn = np.flatnonzero(self.learner_mask())
         chosen = np.full(len(g), -1, dtype=np.int64)
-        values = afterstate_values(self.net, g, lrn, self.a.exact_wins) if len(lrn) else None
+        tactics = self._tactics(lrn)
+        values = afterstate_values(self.net, g, lrn, a.exact_wins, a.exact_losses, tactics) if len(lrn) else None
         if actions is not None:
             chosen[:] = actions
         else:
             if len(lrn):
-                chosen[lrn] = epsilon_greedy(values, epsilon_at(self.a, self.episodes), rng)
-            self._opponent_moves(np.flatnonzero(~learn), chosen)
-        new_value = values[np.arange(len(lrn)), chosen[lrn]].numpy() if len(lrn) else np.zeros(0)
-        # the learners' new afterstates, from the mover's view
-        after = (g.board[lrn] * mover[lrn, None]).astype(np.float32)
+                chosen[lrn] = epsilon_greedy(values, epsilon_at(a, self.episodes), rng)
+            self._opponent_moves(np.flatnonzero(~self.learner_mask()), chosen)
+        new_value = values[np.arange(len(lrn)), chosen[lrn]].numpy() if len(lrn) else np.zeros(0, np.float32)
+        # the learners' boards before the move and their new afterstates, from the mover's view
+        views = (g.board[lrn] * mover[lrn, None]).astype(np.float32)
+        after = views.copy()
         after[np.arange(len(lrn)), chosen[lrn]] = 1.0
 
         ended = g.step(chosen)
-        done = g.done
         reward = (g.winner.astype(np.int64) * mover).astype(np.float32)  # from the mover's view, 0 if not over
-
-        obs, targets, rows = [], [], []
-        gamma = float(self.a.gamma)
         seat = (mover[lrn] < 0).astype(np.int64)
-        # 1. the mover's previous afterstate -> gamma * V(new), or gamma * r when the new one is terminal
-        fin, r = done[lrn], reward[lrn]
-        boot = np.where(fin, r, new_value)
-        has = self.has_prev[lrn, seat]
-        obs.append(self.prev[lrn[has], seat[has]])
-        targets.append(gamma * boot[has])
-        rows.append(lrn[has])
-        # 2. a terminal afterstate of the mover -> r
-        obs.append(after[fin])
-        targets.append(r[fin])
-        rows.append(lrn[fin])
-        # 3. when the game ends, the other seat's last afterstate -> its reward (-r), no bootstrap
         other = (mover[ended] > 0).astype(np.int64)  # seat index of the player who did not move
-        has = self.has_prev[ended, other]
-        obs.append(self.prev[ended[has], other[has]])
-        targets.append(-reward[ended[has]])
-        rows.append(ended[has])
-        self._update(np.concatenate(obs), np.concatenate(targets).astype(np.float32), np.concatenate(rows))
+        parts = [
+            td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
+                        g.done[lrn], reward[lrn], float(a.gamma)),
+            final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
+        ]
+        if a.rule_labels and tactics is not None:
+            parts.append(rule_targets(lrn, views, tactics, float(a.gamma)))
+        batch = Targets.concat(parts)
+        self._update(batch.obs, batch.targets)
 
         # remember the learners' afterstates; start new games where games ended
         self.prev[lrn, seat] = after
@@ -256,15 +332,15 @@ class Trainer:
         if len(ended):
             self.has_prev[ended] = False
             self.agent_seat[ended] *= -1
-            g.reset(done)
+            g.reset(g.done)
             for e in ended:
                 self.episodes += 1
-                self.kind[e] = self._draw_opponent()
+                self._new_game(e)
             self._refresh_frozen()
-        return ended
+        return batch
 
     def _opponent_moves(self, rows: np.ndarray, chosen: np.ndarray) -> None:
-        g, rng = self.games, self.rng
+        g, rng, a = self.games, self.rng, self.a
         kinds = self.kind[rows]
         pick = rows[kinds == OPPONENT_PHASES["random"]]
         if len(pick):
@@ -272,15 +348,15 @@ class Trainer:
         pick = rows[kinds == OPPONENT_PHASES["benchmark"]]
         if len(pick):
             chosen[pick] = self.benchmark.act_batch(g, rng)[pick]
-        pick = rows[kinds == OPPONENT_PHASES["frozen"]]
-        if len(pick):
-            # the frozen copy picks its own best move: the argmax of its afterstate values
-            values = afterstate_values(self.frozen, g, pick, self.a.exact_wins)
-            chosen[pick] = epsilon_greedy(values, self.a.frozen_epsilon, rng)
+        frozen = rows[kinds == OPPONENT_PHASES["frozen"]]
+        for i in np.unique(self.pool_index[frozen]):
+            pick = frozen[self.pool_index[frozen] == i]
+            # a frozen copy picks its own best move: the argmax of its afterstate values, same rules
+            values = afterstate_values(self.pool[i], g, pick, a.exact_wins, a.exact_losses, self._tactics(pick))
+            chosen[pick] = epsilon_greedy(values, a.frozen_epsilon, rng)
 
-    def _update(self, obs: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> None:
+    def _update(self, obs: np.ndarray, targets: np.ndarray) -> None:
         """One optimiser step on the TD targets of this ply (targets are constants: detached)."""
-        self.last_batch = (rows, obs, targets)
         if len(targets) == 0:
             return
         if self.a.symmetry_augment:
@@ -309,7 +385,7 @@ class Trainer:
         return {
             "weights": self.net.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "frozen": None if self.frozen is None else self.frozen.state_dict(),
+            "pool": [f.state_dict() for f in self.pool],
             "frozen_taken_at": self.frozen_taken_at,
             "frozen_refreshes": self.frozen_refreshes,
             "episodes": self.episodes,
@@ -323,11 +399,11 @@ class Trainer:
     def load_state_dict(self, s: dict) -> None:
         self.net.load_state_dict(s["weights"])
         self.optimizer.load_state_dict(s["optimizer"])
-        if s["frozen"] is not None:
-            self.frozen = copy.deepcopy(self.net).requires_grad_(False)
-            self.frozen.load_state_dict(s["frozen"])
-        else:
-            self.frozen = None
+        self.pool = []
+        for weights in s["pool"]:
+            frozen = copy.deepcopy(self.net).requires_grad_(False)
+            frozen.load_state_dict(weights)
+            self.pool.append(frozen)
         self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
         self.episodes, self.steps = s["episodes"], s["steps"]
         g, envs = self.games, s["envs"]
@@ -361,11 +437,12 @@ def train(cfg: DictConfig, run: Run) -> dict:
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, bool(a.exact_wins))
+        return DQNPlayer(run.game, trainer.net, network, bool(a.exact_wins), bool(a.exact_losses))
 
     def save() -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
                                "network": network, "exact_wins": bool(a.exact_wins),
+                               "exact_losses": bool(a.exact_losses),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
@@ -405,28 +482,40 @@ def _command() -> str:
 
 # -------------------------------------------------------------------------------- the trained player
 class DQNPlayer(BatchPlayer):
-    """Greedy play by the afterstate values: one forward pass over every legal afterstate."""
+    """Greedy play by the afterstate values: one forward pass over every legal afterstate.
+
+    ``exact_wins`` / ``exact_losses``: the rules' exact values of winning moves (+1) and of moves that
+    let the opponent win at once (-1) replace the network's in move selection; both off, the network
+    plays alone.
+    """
 
     name = "dqn"
 
-    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, exact_wins: bool = True) -> None:
+    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, exact_wins: bool = True,
+                 exact_losses: bool = False) -> None:
         super().__init__(game)
         self.net = net
         self.network = network
         self.exact_wins = exact_wins
+        self.exact_losses = exact_losses
         self._learner: Trainer | None = None
+
+    def values(self, games: BatchedGames, rows: np.ndarray) -> torch.Tensor:
+        """Afterstate values of the games ``rows`` as this player ranks them (its rules applied)."""
+        return afterstate_values(self.net, games, rows, self.exact_wins, self.exact_losses)
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         actions = np.full(len(games), -1, dtype=np.int64)
         live = np.flatnonzero(~games.done)
         if len(live):
-            actions[live] = afterstate_values(self.net, games, live, self.exact_wins).numpy().argmax(1)
+            actions[live] = self.values(games, live).numpy().argmax(1)
         return actions
 
     def learn_from_game(self, states: list[State]) -> bool:
         """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
         if self._learner is None:
-            cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=self.exact_wins)
+            cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=self.exact_wins,
+                         exact_losses=self.exact_losses)
             self._learner = Trainer(self.game, None, cfg, 1, np.random.default_rng(0), net=self.net)
         for state in states[1:]:
             self._learner.step(np.array([state.last_action]))
@@ -434,12 +523,13 @@ class DQNPlayer(BatchPlayer):
 
     def action_values(self, state: State) -> dict[int, float]:
         games = BatchedGames.from_states([state])
-        values = afterstate_values(self.net, games, np.array([0]), self.exact_wins)[0]
+        values = self.values(games, np.array([0]))[0]
         return {a: float(values[a]) for a in state.legal_actions()}
 
     def save(self, path) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": self.game.name, "network": self.network,
-                               "exact_wins": self.exact_wins, "weights": self.net.state_dict()})
+                               "exact_wins": self.exact_wins, "exact_losses": self.exact_losses,
+                               "weights": self.net.state_dict()})
 
 
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
@@ -448,7 +538,8 @@ def player_from_checkpoint(payload: dict) -> DQNPlayer:
     net = build_value_net(OmegaConf.create(payload["network"]), game)
     net.load_state_dict(payload["weights"])
     net.eval()
-    return DQNPlayer(game, net, payload["network"], bool(payload.get("exact_wins", True)))
+    return DQNPlayer(game, net, payload["network"], bool(payload.get("exact_wins", True)),
+                     bool(payload.get("exact_losses", False)))
 
 
 # ------------------------------------------------------------------------------------- throughput
