@@ -11,6 +11,8 @@ move selection, the TD targets and the batched opponents as torch tensors on the
 from __future__ import annotations
 
 DEVICES = ("auto", "cpu", "cuda")
+# torch tensors on the CPU: the GPU's code path on a machine without one (the tests run it; not a setting)
+TORCH_CPU = "torch-cpu"
 
 
 class DeviceError(ValueError):
@@ -34,13 +36,28 @@ def resolve_device(name: str) -> str:
 
 def array_device(device: str) -> str | None:
     """The ``device`` argument of ``BatchedGames`` for a resolved device: None (numpy) on the CPU."""
-    return None if device == "cpu" else device
+    if device == "cpu":
+        return None
+    return "cpu" if device == TORCH_CPU else device
+
+
+def torch_device(device: str) -> str:
+    """Where the networks live for a resolved device (or ``TORCH_CPU``)."""
+    return "cpu" if device == TORCH_CPU else device
 
 
 def device_label(device: str) -> str:
     """The device for people: ``cpu``, or ``cuda (NVIDIA H100 80GB HBM3)``."""
-    if device == "cpu":
-        return "cpu"
+    if device in ("cpu", TORCH_CPU):
+        return device
     import torch
 
     return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+
+
+def module_device(module):
+    """The device of a network's parameters (the CPU for a network without any)."""
+    import torch
+
+    param = next(module.parameters(), None)
+    return torch.device("cpu") if param is None else param.device

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ttt.games import BatchedGames, Game
+from ttt.games.arrays import arrays_for
 from ttt.players import Player
 
 
@@ -109,29 +110,34 @@ class MatchResult:
                 f"of {b.games} (win rate {b.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {b.score:.3f})")
 
 
-def play_games(game: Game, first: Player, second: Player, num_games: int,
-               rng: np.random.Generator) -> np.ndarray:
-    """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0)."""
+def play_games(game: Game, first: Player, second: Player, num_games: int, rng, device=None) -> np.ndarray:
+    """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0).
+
+    ``device`` None: numpy games and a numpy ``rng``; else games on that torch device and ``rng`` a
+    ``torch.Generator`` there (both players must be ``batched_on_device``).
+    """
     if num_games <= 0:
         return np.zeros(0, dtype=np.int8)
-    games = BatchedGames(game, num_games)
+    games = BatchedGames(game, num_games, device)
     ply = 0
     while not games.done.all():
         # games that start together stay in step: every live game has the same player to move
         mover = first if ply % 2 == 0 else second
         games.step(mover.act_batch(games, rng))
         ply += 1
-    return games.winner.copy()
+    return games.xp.numpy(games.winner).copy()
 
 
 def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed: int = 0,
                seats: str = "both", agent_name: str | None = None,
-               opponent_name: str | None = None) -> MatchResult:
+               opponent_name: str | None = None, device=None) -> MatchResult:
     """Play ``num_games`` games of ``agent`` against ``opponent``.
 
     ``seats="both"`` gives the agent the first seat in half the games (the extra game of an odd
     count goes to the first seat); "first" or "second" fixes the agent's seat. The same seed gives
-    the same result.
+    the same result. ``device`` (a torch device, e.g. ``"cuda"``): the games run there when both
+    players are ``batched_on_device`` (random, benchmark, dqn), drawing from a ``torch.Generator``
+    seeded with ``seed``; otherwise (search players) on the host.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
@@ -139,7 +145,9 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
         raise ValueError(f"seats must be 'both', 'first' or 'second', got {seats!r}")
     n_first = {"both": (num_games + 1) // 2, "first": num_games, "second": 0}[seats]
     n_second = num_games - n_first
-    rng = np.random.default_rng(seed)
+    if device is None or not (agent.batched_on_device and opponent.batched_on_device):
+        device = None
+    rng = arrays_for(device).generator(seed)
     result = MatchResult(agent_name or getattr(agent, "name", "agent"),
                          opponent_name or getattr(opponent, "name", "opponent"), game.name)
     t0 = time.perf_counter()
@@ -147,7 +155,7 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
                                   ("second", n_second, opponent, agent, -1)):
         if n == 0:
             continue
-        w = play_games(game, p1, p2, n, rng) * sign
+        w = play_games(game, p1, p2, n, rng, device) * sign
         r = getattr(result, seat)
         r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
     result.seconds = time.perf_counter() - t0

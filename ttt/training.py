@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player, make_player
@@ -102,13 +103,14 @@ class Run:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
-        """Greedy games of ``player`` against each configured opponent, both seats; logged."""
+        """Greedy games of ``player`` against each configured opponent, both seats; logged. On the
+        run's device when both players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, name in enumerate(self.cfg.eval_opponents):
             opponent = make_player(name, self.game)
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
-                           agent_name=self.cfg.agent.name, opponent_name=name)
+                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
             results[name] = r
             for seat in r.seats():
                 prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"

@@ -4,6 +4,9 @@
 * ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``;
   it saves the checkpoint and returns the final evaluation (``run.write_final``);
 * ``player_from_checkpoint(payload) -> Player``: the trained player from a loaded checkpoint.
+
+A learner that can run on a GPU also sets ``USES_DEVICE = True`` and reads ``run.device``; the others
+run on the CPU whatever ``device`` says.
 """
 
 from __future__ import annotations

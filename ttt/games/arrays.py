@@ -56,6 +56,9 @@ class NumpyArrays:
     def flatnonzero(self, mask: np.ndarray) -> np.ndarray:
         return np.flatnonzero(mask)
 
+    def nonzero(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        return np.nonzero(mask)
+
     def concat(self, xs) -> np.ndarray:
         return np.concatenate(xs)
 
@@ -86,12 +89,22 @@ class NumpyArrays:
     def numpy(self, x) -> np.ndarray:
         return np.asarray(x)
 
+    def to_tensor(self, x):
+        """A torch tensor (on the CPU) sharing ``x``'s memory."""
+        import torch
+
+        return torch.from_numpy(x)
+
+    def from_tensor(self, t) -> np.ndarray:
+        """A CPU tensor as a numpy array sharing its memory."""
+        return t.numpy()
+
     def generator(self, seed: int) -> np.random.Generator:
         return np.random.default_rng(seed)
 
     def random(self, rng: np.random.Generator, shape) -> np.ndarray:
-        """Uniform float32 in [0, 1)."""
-        return rng.random(shape, dtype=np.float32)
+        """Uniform floats in [0, 1) (float64 here, float32 on a device)."""
+        return rng.random(shape)
 
     def integers(self, rng: np.random.Generator, high: int, size: int) -> np.ndarray:
         """Uniform int64 in [0, high)."""
@@ -122,7 +135,7 @@ class TorchArrays:
     def asarray(self, x, dtype: str | None = None):
         t = self.torch
         if isinstance(x, np.ndarray):
-            x = t.from_numpy(np.ascontiguousarray(x))
+            x = t.from_numpy(np.array(x) if not x.flags.writeable else np.ascontiguousarray(x))
         return t.as_tensor(x, dtype=None if dtype is None else self.dtype(dtype), device=self.device)
 
     def table(self, array: np.ndarray, dtype: str | None = None):
@@ -157,6 +170,9 @@ class TorchArrays:
     def flatnonzero(self, mask):
         return self.torch.nonzero(mask.reshape(-1)).reshape(-1)
 
+    def nonzero(self, mask):
+        return self.torch.nonzero(mask, as_tuple=True)
+
     def concat(self, xs):
         return self.torch.cat(list(xs))
 
@@ -180,6 +196,12 @@ class TorchArrays:
 
     def numpy(self, x) -> np.ndarray:
         return x.detach().cpu().numpy() if isinstance(x, self.torch.Tensor) else np.asarray(x)
+
+    def to_tensor(self, x):
+        return x
+
+    def from_tensor(self, t):
+        return t
 
     def generator(self, seed: int):
         return self.torch.Generator(device=self.device).manual_seed(int(seed))

@@ -62,8 +62,13 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     """Win, forced-loss and fork masks of every legal move of ``player`` (per row of ``board``).
 
     ``board`` (B, cells) holds +1 / -1 / 0; ``player`` (B,) the side to move; ``legal`` (B, cells) its
-    legal moves. Exact: checked against explicit afterstates in the tests.
+    legal moves. Exact: checked against explicit afterstates in the tests. Tensors on a device make a
+    round trip through the host (the fork count's sparse bookkeeping is written for numpy).
     """
+    xp = arrays_of(board)
+    if xp.is_torch:
+        t = move_tactics(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game)
+        return MoveTactics(xp.asarray(t.win), xp.asarray(t.loss), xp.asarray(t.fork))
     k, lines = game.line_length, game.lines
     vals = board[:, lines].astype(np.int16) * player[:, None, None].astype(np.int16)  # mover +1
     own = (vals == 1).sum(-1)
