@@ -10,9 +10,10 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents import load_player
-from ttt.agents.dqn import Config, DQNPlayer, Trainer, afterstate_values
+from ttt.agents.dqn import Config, DQNPlayer, Trainer, afterstate_values, final_targets, rule_targets, td0_targets
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
+from ttt.games.threats import move_tactics
 from ttt.players import RandomPlayer
 
 GAMMA = 0.9
@@ -296,3 +297,103 @@ def test_symmetry_augmentation_trains_on_symmetric_images_of_the_afterstates():
     images = {tuple(o[p]) for o in obs for p in make_game("3x3").symmetries}
     assert len(seen[-1]) == len(obs) and all(tuple(row) in images for row in seen[-1])
     assert any(not np.array_equal(row, o) for row, o in zip(seen[-1], obs, strict=True))  # not the identity
+
+
+# ------------------------------------------------------------------ the pure TD(0) target functions
+def test_td0_targets_by_hand():
+    # three movers: one mid-game, one whose move wins, one at its first move (nothing to bootstrap)
+    prev = np.array([view([4], [0]), view([4, 2], [0]), view([], [])])
+    after = np.array([view([4, 8], [0]), view([4, 2, 6], [0, 1]), view([4], [])])
+    t = td0_targets(np.array([5, 6, 7]), prev, np.array([True, True, False]), after,
+                    new_value=np.array([0.25, 0.7, 0.1], np.float32), terminal=np.array([False, True, False]),
+                    reward=np.array([0.0, 1.0, 0.0], np.float32), gamma=GAMMA)
+    np.testing.assert_allclose(t.targets, [GAMMA * 0.25, GAMMA * 1.0, 1.0])  # the win bootstraps from r, not V
+    np.testing.assert_array_equal(t.rows, [5, 6, 6])
+    np.testing.assert_array_equal(t.obs, [prev[0], prev[1], after[1]])
+
+
+def test_final_targets_are_the_waiting_seats_reward():
+    prev = np.array([view([4, 8], [0, 1]), view([0], [4])])
+    t = final_targets(np.array([2, 3]), prev, np.array([True, True]), reward=np.array([1.0, 0.0], np.float32))
+    np.testing.assert_allclose(t.targets, [-1.0, 0.0])  # the mover won: the waiting seat lost; a draw is 0
+    np.testing.assert_array_equal(t.rows, [2, 3])
+
+
+def test_rule_targets_label_every_block_situation_afterstate():
+    game = make_game("3x3")
+    board = np.array([[1, 0, 0, 0, 1, 0, 0, -1, -1]], dtype=np.int8)  # X: 0, 4; O: 7, 8; X to move
+    x = np.array([1], np.int8)
+    t = rule_targets(np.array([9]), board.astype(np.float32), move_tactics(board, x, board == 0, game), GAMMA, game)
+    labels = {int(np.flatnonzero(o != board[0])[0]): float(v) for o, v in zip(t.obs, t.targets, strict=True)}
+    # 6 blocks O's 6-7-8 and makes two winning cells (2 and 3): worth gamma; every other move loses
+    assert labels == {6: pytest.approx(GAMMA), 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
+    assert (t.rows == 9).all()
+
+
+def test_rule_labels_join_the_ply_update():
+    trainer = make_trainer(seats=[1], rule_labels=True)
+    play_script(trainer, [0, 7, 4, 8])  # X (0, 4) to move faces O's threat on 6
+    batch = trainer.step(np.array([6]))
+    # the TD(0) target of X's previous afterstate, then the rules' labels of X's five legal moves
+    np.testing.assert_array_equal(batch.obs[0], view([0, 4], [7]))
+    labels = {int(np.flatnonzero(o != view([0, 4], [7, 8]))[0]): float(v)
+              for o, v in zip(batch.obs[1:], batch.targets[1:], strict=True)}
+    assert labels == {6: pytest.approx(GAMMA), 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
+
+
+def test_exact_losses_score_minus_one_in_move_selection():
+    game = make_game("4x4x4")
+    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
+    state = game.initial_state()
+    for a in [21, 0, 42, 1, 63, 2]:  # O holds 0, 1, 2: X must take 3
+        state = state.apply(a)
+    games = BatchedGames.from_states([state])
+    ruled = afterstate_values(net, games, np.array([0]), exact_losses=True)[0]
+    alone = afterstate_values(net, games, np.array([0]), exact_wins=False)[0]
+    others = [a for a in state.legal_actions() if a != 3]
+    assert (ruled[others] == -1.0).all() and float(ruled[3]) == float(alone[3])
+    player = DQNPlayer(game, net, exact_losses=True)
+    assert player.act(state, np.random.default_rng(0)) == 3
+
+
+def test_frozen_pool_keeps_the_newest_copies_and_round_trips(tmp_path):
+    trainer = make_trainer(num_envs=8, lr=0.05, switch_episode=10, refresh_every=10, frozen_pool=3)
+    while trainer.episodes < 80:
+        trainer.step()
+    assert trainer.frozen_refreshes >= 7 and len(trainer.pool) == 3
+    assert ((trainer.pool_index >= 0) & (trainer.pool_index < 3)).all()
+    assert len(set(trainer.pool_index.tolist())) > 1  # games draw different copies
+    state = trainer.state_dict()
+    other = make_trainer(num_envs=8, lr=0.05, switch_episode=10, refresh_every=10, frozen_pool=3)
+    other.load_state_dict(state)
+    for a, b in zip(trainer.pool, other.pool, strict=True):
+        for k, v in a.state_dict().items():
+            assert torch.equal(v, b.state_dict()[k])
+    for _ in range(30):  # both continue identically
+        trainer.step()
+        other.step()
+    for k, v in trainer.net.state_dict().items():
+        assert torch.equal(v, other.net.state_dict()[k])
+
+
+def test_fork_defence_labels_find_afterstates_that_allow_an_opponent_fork():
+    game = make_game("3x3")
+    # X: 4, 5; O: 3, 8; X to move. O's 6 would make two winning cells (0 and 7); X's 2 threatens 6,
+    # so O's forced block there is that fork: 2 loses in two of O's moves, while 0, 6 and 7 stop the fork
+    board = np.array([[0, 0, 0, -1, 1, 1, 0, 0, -1]], dtype=np.int8)
+    x = np.array([1], np.int8)
+    tactics = move_tactics(board, x, board == 0, game)
+    t = rule_targets(np.array([0]), board.astype(np.float32), tactics, GAMMA, game, defence=9,
+                     rng=np.random.default_rng(0))
+    labelled = {int(np.flatnonzero(o != board[0])[0]): float(v) for o, v in zip(t.obs, t.targets, strict=True)}
+    for a in np.flatnonzero(board[0] == 0):
+        after = board.copy()
+        after[0, a] = 1
+        o = np.array([-1], np.int8)
+        fork = move_tactics(after, o, after == 0, game).fork.any()
+        assert (labelled.get(int(a)) == pytest.approx(-GAMMA)) == bool(fork), a
+    assert labelled[2] == pytest.approx(-GAMMA) and not {0, 6, 7} & set(labelled)
+    # at most ``defence`` moves per board are checked
+    few = rule_targets(np.array([0]), board.astype(np.float32), tactics, GAMMA, game, defence=2,
+                       rng=np.random.default_rng(0))
+    assert len(few.targets) <= 2

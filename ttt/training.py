@@ -34,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
-from ttt.players import Player, make_player
+from ttt.players import Player
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
@@ -62,6 +62,7 @@ class Run:
         self.game: Game = make_game(cfg.game.name)
         self.writer = SummaryWriter(str(self.dir / "tb"))
         self.last_eval: dict[str, MatchResult] = {}
+        self._opponents: list[tuple[str, Player]] | None = None
         self._t_last = time.perf_counter()
         self._ep_last = 0
         self._t_print = 0.0
@@ -102,13 +103,20 @@ class Run:
         print(line, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ evaluation
+    def eval_opponents(self) -> list[tuple[str, Player]]:
+        """The players of ``eval_opponents``: names or specs with options, e.g. ``alphabeta:1``."""
+        if self._opponents is None:
+            from ttt.benchmark import load_agents
+
+            self._opponents = load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
+        return self._opponents
+
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats; logged. On the
         run's device when both players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
-        for i, name in enumerate(self.cfg.eval_opponents):
-            opponent = make_player(name, self.game)
+        for i, (name, opponent) in enumerate(self.eval_opponents()):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
             results[name] = r

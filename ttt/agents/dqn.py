@@ -50,7 +50,7 @@ from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.device import array_device, module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.arrays import NUMPY, arrays_for, arrays_of
-from ttt.games.threats import MoveTactics, completing_moves, move_tactics
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.training import OPPONENT_PHASES, Run
@@ -81,6 +81,8 @@ class Config:
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
+    fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
+    # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
@@ -101,6 +103,8 @@ def check_config(a) -> None:
         raise ValueError(f"agent.benchmark_fraction={a.benchmark_fraction}: must be in [0, 1]")
     if a.frozen_pool < 1:
         raise ValueError(f"agent.frozen_pool={a.frozen_pool}: must be >= 1")
+    if a.fork_defence_labels < 0:
+        raise ValueError(f"agent.fork_defence_labels={a.fork_defence_labels}: must be >= 0")
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -202,16 +206,37 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
 
 
-def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float) -> Targets:
-    """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own):
-    a winning move's afterstate is worth +1, a move that lets the opponent win at once -1, and a fork
-    (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move."""
+def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
+                 defence: int = 0, rng: np.random.Generator | None = None) -> Targets:
+    """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own).
+
+    A winning move's afterstate is worth +1, a move that lets the opponent win at once -1, and a fork
+    (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move. With
+    ``defence`` > 0, up to that many other legal afterstates per board (drawn by ``rng``) are checked
+    for a fork of the opponent: one there is a loss in two of the opponent's moves, worth ``-gamma``.
+    numpy arrays or tensors on one device (``rng`` then a ``torch.Generator`` there), alike.
+    """
     xp = arrays_of(views)
     value = xp.zeros(tuple(tactics.win.shape), "float32")
     value[tactics.fork] = gamma
     value[tactics.loss] = -1.0
     value[tactics.win] = 1.0
-    e, a = xp.nonzero(tactics.win | tactics.loss | tactics.fork)
+    known = tactics.win | tactics.loss | tactics.fork
+    if defence > 0:
+        legal = playable(xp.astype(views, "int8"), game)
+        rest = legal & ~known
+        # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
+        keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
+        if defence < rest.shape[1]:
+            rest &= keys <= xp.kth_smallest(keys, defence)
+        e, a = xp.nonzero(rest)
+        after = xp.astype(views[e], "int8")
+        after[xp.arange(len(e)), a] = 1
+        them = xp.full(len(e), -1, "int8")
+        lost = move_tactics(after, them, playable(after, game), game).fork.any(1)
+        value[e[lost], a[lost]] = -gamma
+        known[e[lost], a[lost]] = True
+    e, a = xp.nonzero(known)
     obs = xp.astype(views[e], "float32")
     obs[xp.arange(len(e)), a] = 1.0
     return Targets(obs, value[e, a], rows[e])
@@ -363,7 +388,7 @@ class Trainer:
             final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
         ]
         if a.rule_labels and tactics is not None:
-            parts.append(rule_targets(lrn, views, tactics, float(a.gamma)))
+            parts.append(rule_targets(lrn, views, tactics, float(a.gamma), self.game, a.fork_defence_labels, rng))
         batch = Targets.concat(parts)
         self._update(batch.obs, batch.targets)
 

@@ -62,6 +62,10 @@ class NumpyArrays:
     def concat(self, xs) -> np.ndarray:
         return np.concatenate(xs)
 
+    def kth_smallest(self, x: np.ndarray, k: int) -> np.ndarray:
+        """(B, 1): the k-th smallest entry (k from 1) of each row of a (B, n) array."""
+        return np.partition(x, k - 1, axis=1)[:, k - 1: k]
+
     def fill_rows(self, x: np.ndarray, rows, value) -> None:
         """``x[i] = value`` for every i where the (B,) bool ``rows`` is True (or for a slice), in place."""
         x[rows] = value
@@ -175,6 +179,9 @@ class TorchArrays:
 
     def concat(self, xs):
         return self.torch.cat(list(xs))
+
+    def kth_smallest(self, x, k: int):
+        return x.kthvalue(k, dim=1, keepdim=True).values
 
     def fill_rows(self, x, rows, value) -> None:
         x.masked_fill_(rows.reshape(-1, *([1] * (x.ndim - 1))), value)  # no host round trip

@@ -3,6 +3,7 @@
 These answer exact one- and two-move questions from the rules alone, for many boards at once:
 
 * ``completing_moves``: the legal moves that complete one of a player's lines (immediate wins);
+* ``playable``: the cells a piece can go on;
 * ``move_tactics``: for every legal move of the player to move, whether it wins at once, whether it
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
@@ -42,6 +43,29 @@ def completing_cells(board, player, game: Game):
     return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
 
 
+def playable(board, game: Game):
+    """(B, cells) bool: empty cells a piece can be placed on (with gravity, those resting on a piece)."""
+    legal = board == 0
+    if game.gravity:
+        xp = arrays_of(board)
+        cells, below = _supported(game)
+        if xp.is_torch:
+            cells, below = xp.table(cells), xp.table(below)
+        legal[:, cells] &= board[:, below] != 0
+    return legal
+
+
+_SUPPORTED: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _supported(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The cells with a cell below them, and those cells below."""
+    if game.name not in _SUPPORTED:
+        cells = np.flatnonzero(game.below >= 0)
+        _SUPPORTED[game.name] = (cells, game.below[cells])
+    return _SUPPORTED[game.name]
+
+
 @dataclass
 class MoveTactics:
     """Per legal move of the player to move, (B, cells) bool masks (all False on illegal moves)."""
@@ -70,12 +94,15 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
         t = move_tactics(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game)
         return MoveTactics(xp.asarray(t.win), xp.asarray(t.loss), xp.asarray(t.fork))
     k, lines = game.line_length, game.lines
-    vals = board[:, lines].astype(np.int16) * player[:, None, None].astype(np.int16)  # mover +1
-    own = (vals == 1).sum(-1)
-    opp = (vals == -1).sum(-1)
-    win = completing_cells(board, player, game) & legal
-    mine_any = completing_cells(board, player, game)  # my winning cells, playable or not
-    theirs_any = completing_cells(board, -player, game)
+    inc = _incidence(game)  # (cells, L) float32
+    me = board == player[:, None]
+    empty = board == 0
+    own = me.astype(np.float32) @ inc  # (B, L) pieces per line
+    opp = (~me & ~empty).astype(np.float32) @ inc
+    # a line one piece short with no opposing piece has exactly one empty cell: its winning cell
+    mine_any = empty & ((((own == k - 1) & (opp == 0)).astype(np.float32) @ inc.T) > 0)
+    theirs_any = empty & ((((opp == k - 1) & (own == 0)).astype(np.float32) @ inc.T) > 0)
+    win = mine_any & legal
     theirs_now = theirs_any & legal
     n_theirs = theirs_now.sum(1, keepdims=True)
     # after a, the opponent wins at once if one of its playable winning cells is not a itself ...
@@ -99,19 +126,27 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
         lift = np.zeros_like(legal)
         lift[:, has] = mine_any[:, above[has]]
         count = count + lift  # (i), the winning cell above a becomes playable
-    two = (own == k - 2) & (opp == 0)
-    b, li = np.nonzero(two)
+    b, li = np.nonzero((own == k - 2) & (opp == 0))
     if len(b):
         cells = lines[li]  # (n, k)
-        empty = vals[b, li] == 0  # (n, k)
-        pos = np.argsort(~empty, axis=1, kind="stable")[:, :2]  # the two empty positions
-        x = cells[np.arange(len(b)), pos[:, 0]]
-        y = cells[np.arange(len(b)), pos[:, 1]]
+        free = empty[b[:, None], cells]  # (n, k): exactly two True per row
+        pos = np.argsort(~free, axis=1, kind="stable")[:, :2]  # the two empty positions
+        rows = np.arange(len(b))
+        x, y = cells[rows, pos[:, 0]], cells[rows, pos[:, 1]]
         bb = np.concatenate([b, b])
         a = np.concatenate([x, y])  # the move
         t = np.concatenate([y, x])  # the cell it makes a winner
         playable = legal[bb, t] | (game.below[t] == a)
-        fresh = playable & ~(mine_any[bb, t])  # a cell already winning is counted in (i)
+        fresh = playable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
         np.add.at(count, (bb[fresh], a[fresh]), 1)
     fork = legal & ~win & ~loss & (count >= 2)
     return MoveTactics(win=win, loss=loss, fork=fork)
+
+
+_INCIDENCE: dict[str, np.ndarray] = {}
+
+
+def _incidence(game: Game) -> np.ndarray:
+    if game.name not in _INCIDENCE:
+        _INCIDENCE[game.name] = game.incidence.astype(np.float32)
+    return _INCIDENCE[game.name]
