@@ -1,41 +1,27 @@
-"""Summarise a multirun in the shape of the paper's results table.
+"""Summarise a multirun in the shape of the paper's results table, as Markdown or CSV.
 
-    python experiments/summarize.py runs/multirun/<date> [tag=eval/benchmark/score] [last=40]
+    python experiments/summarize.py runs/multirun/<date> [tag=eval/benchmark/score] [last=40] [format=md|csv]
 
-For every run directory under the given folder (one with a ``tb/`` TensorBoard log) it reads the
-curve of ``tag``, takes its peak and the mean of its last ``last`` points, groups the runs by their
-Hydra overrides without ``seed=...`` (so the seeds of one setting form one row), and prints
-mean +- standard deviation over the runs of each group, in percent.
+For every run under the given folder (a folder with a ``tb/`` TensorBoard log) it reads the curve of
+``tag``, takes its peak and the mean of its last ``last`` points, groups the runs by their settings
+(Hydra overrides without ``seed=...``, see ``ttt.curves``: the seeds of one setting form one row),
+and prints mean +- standard deviation over the runs of each group, in percent, with n (runs) and
+the number of points per run. A group with a run of fewer than ``last`` points gets no end value
+but a note saying so; it is never averaged over fewer points.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import statistics
 import sys
 from pathlib import Path
 
-import yaml
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from ttt.curves import find_runs, group_runs, short_labels
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
-
-
-def read_curve(tb_dir: Path, tag: str) -> list[float]:
-    """The values of scalar ``tag`` in a run's TensorBoard folder, in step order ([] if absent)."""
-    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    if tag not in acc.Tags().get("scalars", []):
-        return []
-    return [e.value for e in sorted(acc.Scalars(tag), key=lambda e: e.step)]
-
-
-def group_key(run_dir: Path) -> str:
-    """The run's overrides without the seed (the folder name where Hydra left no record)."""
-    overrides = run_dir / ".hydra" / "overrides.yaml"
-    if overrides.is_file():
-        items = yaml.safe_load(overrides.read_text()) or []
-        return ",".join(x for x in items if not x.lstrip("+").startswith("seed=")) or "(defaults)"
-    return run_dir.name
+FORMATS = ("md", "csv")
 
 
 def _sd(xs: list[float]) -> float:
@@ -43,39 +29,98 @@ def _sd(xs: list[float]) -> float:
 
 
 def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> list[dict]:
-    """One row per group: name, trials, peak and end (mean, sd) in percent."""
-    groups: dict[str, list[tuple[float, float]]] = {}
-    for tb in sorted(root.rglob("tb")):
-        curve = read_curve(tb, tag)
-        if curve:
-            groups.setdefault(group_key(tb.parent), []).append((max(curve), statistics.fmean(curve[-last:])))
+    """One row per group of runs that log ``tag``: group (label), trials (n), points (fewest points of
+    a run), peak (mean, sd) in percent, end (mean, sd) in percent or None when a run has fewer than
+    ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown)."""
+    if last < 1:
+        raise ValueError(f"last={last}: the end is the mean of the last N >= 1 points")
     rows = []
-    for key, runs in sorted(groups.items()):
-        peaks, ends = [100 * p for p, _ in runs], [100 * e for _, e in runs]
-        rows.append(dict(group=key, trials=len(runs), peak=(statistics.fmean(peaks), _sd(peaks)),
-                         end=(statistics.fmean(ends), _sd(ends))))
+    for label, runs in group_runs(r for r in find_runs(root) if len(r.curves.get(tag, ()))).items():
+        curves = [r.curves[tag].values for r in runs]
+        points = min(len(c) for c in curves)
+        peaks = [100 * float(c.max()) for c in curves]
+        end, note = None, ""
+        if points >= last:
+            ends = [100 * statistics.fmean(c[-last:].tolist()) for c in curves]
+            end = (statistics.fmean(ends), _sd(ends))
+        else:
+            note = f"fewer than {last} points ({points})"
+        rows.append(dict(group=label, trials=len(runs), points=points, peak=(statistics.fmean(peaks), _sd(peaks)),
+                         end=end, note=note, seeds=[r.seed for r in runs]))
     return rows
+
+
+def parse_last(text: str) -> int:
+    """``last=N``: a whole number of points >= 1 (0 or a negative N would silently average other points)."""
+    try:
+        last = int(text)
+    except ValueError:
+        last = 0
+    if last < 1:
+        sys.exit(f"summarize: last={text}: give a whole number of points >= 1")
+    return last
+
+
+def _pm(x: tuple[float, float] | None) -> str:
+    return "" if x is None else f"{x[0]:.1f} ± {x[1]:.1f}"
+
+
+def markdown_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
+    """The rows as a Markdown table (percent, mean ± sd over the runs of each setting); with several
+    settings, what they all share is said once above the table and left out of the rows."""
+    common, labels = short_labels([r["group"] for r in rows]) if len(rows) > 1 else ("", [r["group"] for r in rows])
+    lines = [f"Every setting also has `{common}`.", ""] if common else []
+    lines += [f"| setting | n | points | peak {tag} % | mean of last {last} % |", "|---|---|---|---|---|"]
+    for r, label in zip(rows, labels, strict=True):
+        end = _pm(r["end"]) or f"n/a: {r['note']}"
+        lines.append(f"| `{label}` | {r['trials']} | {r['points']} | {_pm(r['peak'])} | {end} |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
+    """The rows as CSV: one line per setting; end columns empty (and a note) when a run is too short."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["setting", "n", "points", "tag", "last", "peak_mean", "peak_sd", "end_mean", "end_sd", "note"])
+    for r in rows:
+        end = [f"{r['end'][0]:.2f}", f"{r['end'][1]:.2f}"] if r["end"] else ["", ""]
+        w.writerow([r["group"], r["trials"], r["points"], tag, last, f"{r['peak'][0]:.2f}", f"{r['peak'][1]:.2f}",
+                    *end, r["note"]])
+    return out.getvalue()
+
+
+def duplicate_seeds(rows: list[dict]) -> list[str]:
+    """Warnings for groups in which two runs share a seed (the same run counted twice)."""
+    out = []
+    for r in rows:
+        seeds = [s for s in r["seeds"] if s is not None]
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        if twice:
+            out.append(f"summarize: warning: {r['group']}: seed {', '.join(map(str, twice))} appears more than once")
+    return out
 
 
 def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if argv else 2)
-    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST)}
+    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md"}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N")
+            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format=md|csv")
         opts[key] = value
+    if opts["format"] not in FORMATS:
+        sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
     if not root.is_dir():
         sys.exit(f"summarize: {root}: no such folder")
-    rows = summarize(root, opts["tag"], int(opts["last"]))
+    tag, last = opts["tag"], parse_last(opts["last"])
+    rows = summarize(root, tag, last)
     if not rows:
-        sys.exit(f"summarize: no run under {root} has a {opts['tag']!r} curve")
-    print(f"{'setting':90s} {'trials':>6s} {'peak %':>14s} {'end %':>14s}")
-    for r in rows:
-        print(f"{r['group'][:90]:90s} {r['trials']:6d} {r['peak'][0]:7.1f} +-{r['peak'][1]:4.1f} "
-              f"{r['end'][0]:7.1f} +-{r['end'][1]:4.1f}")
+        sys.exit(f"summarize: no run under {root} has a {tag!r} curve")
+    for warning in duplicate_seeds(rows):
+        print(warning, file=sys.stderr)
+    print((markdown_table if opts["format"] == "md" else csv_table)(rows, tag, last), end="")
 
 
 if __name__ == "__main__":

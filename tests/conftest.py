@@ -28,3 +28,17 @@ def compose_train(tmp_path):
 
     yield _compose
     GlobalHydra.instance().clear()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def solved_table_cache(tmp_path_factory):
+    """Exact tables (``ttt.games.solved``) are cached in a temporary folder, not the user's cache."""
+    import os
+
+    before = os.environ.get("TTT_CACHE_DIR")
+    os.environ["TTT_CACHE_DIR"] = str(tmp_path_factory.mktemp("ttt_cache"))
+    yield Path(os.environ["TTT_CACHE_DIR"])
+    if before is None:
+        os.environ.pop("TTT_CACHE_DIR", None)
+    else:
+        os.environ["TTT_CACHE_DIR"] = before

@@ -18,7 +18,7 @@ from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.elo import PairResult, expected_score, fit_elo
 from ttt.evaluate import play_match
 from ttt.games import make_game
-from ttt.players import Player, make_player
+from ttt.players import PLAYERS, Player, make_player
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 FIELDS = {"opponent", "seat", "games", "wins", "draws", "losses", "win_rate", "win_rate_ci", "score",
@@ -260,3 +260,58 @@ def test_cli_corrupt_checkpoint_is_one_line_without_traceback(tmp_path):
     assert p.returncode == 2, p.stderr
     assert [f.name for f in tmp_path.iterdir()] == ["bad.pt"]  # no Hydra output folder or log file
     assert p.stderr.startswith(f"error: {bad}: cannot read checkpoint") and p.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ outputs that survive, progress
+def test_an_unwritable_output_is_refused_before_any_game(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setattr(bm, "play_match", lambda *a, **k: pytest.fail("a game was played"))
+    for output, message in ((blocker / "res.json", "is not writable"), (tmp_path, "is a folder")):
+        with pytest.raises(ValueError, match=f"output {output} {message}"):
+            bm.benchmark(compose_benchmark("player=random", "game=3x3", "games=2", f"output={output}"))
+    assert [p.name for p in tmp_path.iterdir()] == ["a_file"]  # the check leaves no folder behind
+
+
+class FolderBreaker(Player):
+    """Plays the lowest cell; on its first move replaces the folder ``target`` with a file, so that
+    writing the results there fails after all the games."""
+
+    name = "breaker"
+    target: Path
+
+    def act(self, state, rng):
+        if FolderBreaker.target.is_dir():
+            FolderBreaker.target.rmdir()
+            FolderBreaker.target.write_text("")
+        return min(state.legal_actions())
+
+
+def test_results_that_cannot_be_written_at_the_end_go_to_a_fallback_file(tmp_path, monkeypatch, capsys):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    monkeypatch.setattr(FolderBreaker, "target", out_dir, raising=False)
+    monkeypatch.setitem(PLAYERS, "breaker", FolderBreaker)
+    cfg = compose_benchmark("player=random", "game=3x3", "opponents=[breaker]", "games=4",
+                            f"output={out_dir / 'res.json'}")
+    with pytest.raises(SystemExit) as exit_info:
+        bm.run_cli(bm.benchmark, cfg)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: could not write the results to {out_dir / 'res.json'}") and "\n" not in err
+    fallback = Path(err.rsplit("it was written to ", 1)[1])
+    try:
+        written = json.loads(fallback.read_text())
+        assert written["results"][-1]["opponent"] == "breaker" and written["results"][-1]["games"] == 4
+    finally:
+        fallback.unlink()
+
+
+def test_long_matches_and_round_robins_report_progress(monkeypatch, capsys):
+    monkeypatch.setattr(bm, "PROGRESS_SECONDS", 0.0)  # every ply; the default is every 10 s
+    bm.benchmark(compose_benchmark("player=random", "game=3x3", "opponents=[benchmark]", "games=4"))
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("  vs benchmark: ") and "/4 games over" in line for line in err)
+    assert err[-1].startswith("  vs benchmark: 4/4 games over")
+    bm.benchmark(compose_benchmark("game=3x3", "round_robin=[random,benchmark]", "games=2"))
+    assert "  random vs benchmark: 2/2 games over" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents import agent_module
-from ttt.agents.dqn import Config, DQNPlayer, Trainer, training_throughput
+from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer, training_throughput
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
 from ttt.evaluate import play_match
@@ -212,10 +212,11 @@ def test_training_on_device_computes_the_td_targets_of_the_cpu_run(board, device
 
 def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
     # on the CPU the device code path runs the same torch operations: not close, equal
-    expected, _ = scripted_plies("cpu", "4x4x4_gravity", 60, exact_losses=True, rule_labels=True,
-                                 opponent="self_play", opponent_after="self_play")
-    got, _ = scripted_plies(TORCH_CPU, "4x4x4_gravity", 60, exact_losses=True, rule_labels=True,
-                            opponent="self_play", opponent_after="self_play")
+    # every rule and rule label (fork defence on all 64 cells: no random subset, which each generator draws)
+    rules = dict(exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=64,
+                 opponent="self_play", opponent_after="self_play")
+    expected, _ = scripted_plies("cpu", "4x4x4_gravity", 60, **rules)
+    got, _ = scripted_plies(TORCH_CPU, "4x4x4_gravity", 60, **rules)
     for e, d in zip(expected, got, strict=True):
         for x, y in zip(e, d, strict=True):
             np.testing.assert_array_equal(y, x)
@@ -265,11 +266,8 @@ def test_dqn_training_run_on_device_learns_and_evaluates_there(compose_train, de
     cfg = compose_train(["+experiment=dqn_33", "episodes=1500", "num_envs=32", "eval_every=0",
                          "eval_games=200", "agent.final_eval_games=400", "agent.switch_episode=100000"])
     torch.manual_seed(0)
-    run = Run(cfg, cfg.run_dir, device)
-    try:
+    with Run(cfg, cfg.run_dir, device) as run:
         final = agent_module("dqn").train(cfg, run)
-    finally:
-        run.close()
     scores = {r["opponent"]: r["score"] for r in final["results"] if r["seat"] == "both"}
     assert scores["random"] > 0.75  # random vs random scores 0.5; seeds 0-3 on torch tensors: 0.83 to 0.89
     assert Path(cfg.run_dir, "checkpoint.pt").is_file()
@@ -280,11 +278,8 @@ def test_alphazero_trains_its_network_on_the_device(compose_train, device):
     cfg = compose_train(["+experiment=alphazero_33", "episodes=8", "eval_every=0", "eval_games=4", "num_envs=4",
                          "eval_opponents=[random]", "agent.simulations=4", "agent.eval_simulations=4",
                          "agent.batch_size=16"])
-    run = Run(cfg, cfg.run_dir, device)
-    try:
+    with Run(cfg, cfg.run_dir, device) as run:
         final = agent_module("alphazero").train(cfg, run)
-    finally:
-        run.close()
     assert final["episodes"] == 8 and final["updates"] > 0
     assert load_checkpoint(Path(cfg.run_dir, "checkpoint.pt"))["model"]  # saved from the device, read on the CPU
 
@@ -301,7 +296,7 @@ def test_greedy_player_on_device_plays_the_moves_of_the_host_player():
     game = make_game("4x4x4")
     torch.manual_seed(0)
     net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
-    player = DQNPlayer(game, net, exact_losses=True)
+    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True))  # every rule, forks included
     host = random_positions("4x4x4", num_games=20)
     np.testing.assert_array_equal(as_numpy(player.act_batch(on_device(host, "cpu"))), player.act_batch(host))
 
@@ -325,13 +320,12 @@ def test_train_with_cuda_but_no_gpu_fails_at_start_with_one_line(tmp_path):
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [done.stderr.strip()]
-    assert done.stderr.startswith("ttt.train: device=cuda: no CUDA device is available")
-    assert not (tmp_path / "run" / "tb").exists()  # nothing of the run (Hydra saves its config before)
+    assert done.stderr.startswith("error: device=cuda: no CUDA device is available")
+    assert not (tmp_path / "run").exists()  # the folder the run created is removed
 
 
 def test_progress_line_names_the_device(compose_train, capsys):
     cfg = compose_train(["game=3x3", "progress=true"])
-    run = Run(cfg, cfg.run_dir, TORCH_CPU)
-    run.progress(10, "fast", force=True)
-    run.close()
+    with Run(cfg, cfg.run_dir, TORCH_CPU) as run:
+        run.progress(10, "fast", force=True)
     assert f"10/{cfg.episodes} {TORCH_CPU} fast" in capsys.readouterr().err

@@ -10,7 +10,17 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents import load_player
-from ttt.agents.dqn import Config, DQNPlayer, Trainer, afterstate_values, final_targets, rule_targets, td0_targets
+from ttt.agents.dqn import (
+    NO_RULES,
+    Config,
+    DQNPlayer,
+    Rules,
+    Trainer,
+    afterstate_values,
+    final_targets,
+    rule_targets,
+    td0_targets,
+)
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -265,7 +275,7 @@ def test_a_winning_afterstate_scores_its_reward_exactly():
         state = state.apply(a)
     games = BatchedGames.from_states([state])
     exact = afterstate_values(net, games, np.array([0]))[0]
-    estimate = afterstate_values(net, games, np.array([0]), exact_wins=False)[0]
+    estimate = afterstate_values(net, games, np.array([0]), NO_RULES)[0]
     assert float(exact[3]) == 1.0 and float(estimate[3]) < 1.0
     others = [a for a in state.legal_actions() if a != 3]
     assert torch.equal(exact[others], estimate[others])
@@ -348,11 +358,11 @@ def test_exact_losses_score_minus_one_in_move_selection():
     for a in [21, 0, 42, 1, 63, 2]:  # O holds 0, 1, 2: X must take 3
         state = state.apply(a)
     games = BatchedGames.from_states([state])
-    ruled = afterstate_values(net, games, np.array([0]), exact_losses=True)[0]
-    alone = afterstate_values(net, games, np.array([0]), exact_wins=False)[0]
+    ruled = afterstate_values(net, games, np.array([0]), Rules(losses=True))[0]
+    alone = afterstate_values(net, games, np.array([0]), NO_RULES)[0]
     others = [a for a in state.legal_actions() if a != 3]
     assert (ruled[others] == -1.0).all() and float(ruled[3]) == float(alone[3])
-    player = DQNPlayer(game, net, exact_losses=True)
+    player = DQNPlayer(game, net, rules=Rules(losses=True))
     assert player.act(state, np.random.default_rng(0)) == 3
 
 
@@ -397,3 +407,20 @@ def test_fork_defence_labels_find_afterstates_that_allow_an_opponent_fork():
     few = rule_targets(np.array([0]), board.astype(np.float32), tactics, GAMMA, game, defence=2,
                        rng=np.random.default_rng(0))
     assert len(few.targets) <= 2
+
+
+def test_fork_rules_in_move_selection_take_a_fork_and_stop_the_opponents():
+    game = make_game("3x3")
+    net = make_trainer().net
+    forks = Rules(losses=True, forks=True, gamma=GAMMA)
+    # X: 0, 8; O: 2, 4; X to move must block 6, which also makes two winning cells (3 and 7)
+    state = game.state_from_board([1, 0, -1, 0, -1, 0, 0, 0, 1])
+    values = DQNPlayer(game, net, rules=forks).action_values(state)
+    assert values == {6: pytest.approx(GAMMA), 1: -1.0, 3: -1.0, 5: -1.0, 7: -1.0}
+    assert DQNPlayer(game, net, rules=forks).act(state, np.random.default_rng(0)) == 6
+    # X: 4, 5; O: 3, 8; X to move: 2 forces O onto 6, O's fork
+    state = game.state_from_board([0, 0, 0, -1, 1, 1, 0, 0, -1])
+    values = DQNPlayer(game, net, rules=forks).action_values(state)
+    assert values[2] == pytest.approx(-GAMMA) and all(values[a] > -GAMMA for a in (0, 6, 7))
+    alone = DQNPlayer(game, net, rules=forks).without_rules().action_values(state)
+    assert alone[2] != pytest.approx(-GAMMA)

@@ -46,3 +46,86 @@ def test_groups_seeds_and_computes_peak_and_end(tmp_path, summarize):
 def test_missing_tag_gives_no_rows(tmp_path, summarize):
     fake_run(tmp_path, "0", ["seed=0"], [0.1])
     assert summarize.summarize(tmp_path, tag="eval/random/score") == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "2.5"])
+def test_last_must_be_a_whole_number_of_points(tmp_path, summarize, value, capsys):
+    # last=0 averaged the whole curve, last=-1 all but the first point, last=abc was a traceback
+    fake_run(tmp_path, "0", ["seed=0"], [0.1, 0.5])
+    with pytest.raises(SystemExit) as err:
+        summarize.main([str(tmp_path), f"last={value}"])
+    assert err.value.code == f"summarize: last={value}: give a whole number of points >= 1"
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="last=0"):
+        summarize.summarize(tmp_path, last=0)
+
+
+def test_fewer_points_than_the_window_say_so_instead_of_averaging_fewer(tmp_path, summarize):
+    fake_run(tmp_path, "0", ["network=a", "seed=0"], [0.1, 0.5, 0.3])
+    fake_run(tmp_path, "1", ["network=a", "seed=1"], [0.2, 0.3, 0.4, 0.4, 0.4])
+    (row,) = summarize.summarize(tmp_path, last=4)
+    assert row["points"] == 3 and row["end"] is None and row["note"] == "fewer than 4 points (3)"
+    assert row["peak"][0] == pytest.approx(45.0)  # the peak needs no window
+    assert "n/a: fewer than 4 points (3)" in summarize.markdown_table([row], last=4)
+    (full,) = summarize.summarize(tmp_path, last=3)
+    assert full["end"][0] == pytest.approx((30.0 + 40.0) / 2) and full["note"] == ""
+
+
+def test_markdown_and_csv_tables(tmp_path, summarize):
+    import csv
+
+    fake_run(tmp_path, "0", ["+experiment=e", "network=a", "seed=0"], [0.5, 0.9])
+    fake_run(tmp_path, "1", ["+experiment=e", "network=a", "seed=1"], [0.7, 0.8])
+    rows = summarize.summarize(tmp_path, last=2)
+    md = summarize.markdown_table(rows, last=2).splitlines()
+    assert md[0] == "| setting | n | points | peak eval/benchmark/score % | mean of last 2 % |"
+    # peaks 90, 80 -> 85.0 +- 7.1; ends 70, 75 -> 72.5 +- 3.5
+    assert md[2] == "| `+experiment=e,network=a` | 2 | 2 | 85.0 ± 7.1 | 72.5 ± 3.5 |"
+    (line,) = list(csv.DictReader(summarize.csv_table(rows, last=2).splitlines()))
+    assert line["setting"] == "+experiment=e,network=a" and line["n"] == "2" and line["last"] == "2"
+    assert (line["peak_mean"], line["end_mean"], line["end_sd"], line["note"]) == ("85.00", "72.50", "3.54", "")
+
+
+def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
+    rows = [dict(group="network=a", seeds=[0, 1, 1]), dict(group="network=b", seeds=[0, None])]
+    assert summarize.duplicate_seeds(rows) == ["summarize: warning: network=a: seed 1 appears more than once"]
+
+
+def test_markdown_names_what_settings_share_once(tmp_path, summarize):
+    fake_run(tmp_path, "0", ["+experiment=e", "network=a", "seed=0"], [0.5])
+    fake_run(tmp_path, "1", ["+experiment=e", "network=b", "seed=0"], [0.7])
+    md = summarize.markdown_table(summarize.summarize(tmp_path, last=1), last=1).splitlines()
+    assert md[0] == "Every setting also has `+experiment=e`."
+    assert [line.split(" | ")[0] for line in md[4:]] == ["| `network=a`", "| `network=b`"]
+
+
+def _grid_command(*args: str, **env: str) -> list[str]:
+    """The ttt.train command experiments/paper_grid.sh would run (PYTHON=echo prints it)."""
+    import os
+    import subprocess
+
+    script = SCRIPT.parent / "paper_grid.sh"
+    done = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHON": "echo", **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_paper_grid_is_5_networks_by_2_regimes_by_3_seeds_through_joblib():
+    cmd = _grid_command("grid")
+    assert cmd[:3] == ["-m", "ttt.train", "-m"]
+    assert "hydra/launcher=joblib" in cmd and "hydra.launcher.n_jobs=-1" in cmd
+    assert "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark" in cmd
+    assert "network=structured_deep,structured_small,mlp_small,mlp_deep,mlp_wide" in cmd
+    assert {"seed=0,1,2", "episodes=200000", "eval_every=10000", "eval_games=1000",
+            "hydra.sweep.dir=runs/paper/grid"} <= set(cmd)
+    # extra arguments come last (Hydra takes the last value); slurm takes no joblib settings
+    slurm = _grid_command("grid", "hydra.launcher.partition=cpu", LAUNCHER="slurm", SEEDS="0")
+    assert "hydra/launcher=slurm" in slurm and not any("n_jobs" in x for x in slurm)
+    assert slurm[-1] == "hydra.launcher.partition=cpu" and "seed=0" in slurm
+
+
+def test_paper_fidelity_study_varies_num_envs_for_structured_deep_vs_benchmark():
+    cmd = _grid_command("fidelity")
+    assert {"+experiment=dqn_444_gravity_vs_benchmark", "network=structured_deep", "num_envs=1,16,128",
+            "seed=0,1,2", "hydra.sweep.dir=runs/paper/fidelity"} <= set(cmd)

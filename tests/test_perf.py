@@ -4,6 +4,7 @@ through the device code path (torch tensors on the CPU)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -38,13 +39,61 @@ def test_profile_prints_the_top_functions(capsys):
     assert out.count("--- profile: engine") == len(BOARDS) and "tottime" in out
 
 
-@pytest.mark.parametrize("arg", ["speed=3", "sections=nope", "engine", "device=tpu", "profile=yes", "num_envs=a"])
-def test_bad_arguments_exit_with_a_message(arg, capsys):
+@pytest.mark.parametrize("args, message", [
+    (["speed=3"], "unknown argument 'speed=3'"),
+    (["sections=nope"], "unknown section 'nope'"),
+    (["engine"], "unknown argument 'engine'"),
+    (["seconds=-1"], "seconds=-1: the measuring time must be a number > 0"),
+    (["seconds=0"], "seconds=0: the measuring time must be a number > 0"),
+    (["seconds=abc"], "seconds=abc: the measuring time must be a number > 0"),
+    (["device=tpu"], "device=tpu: choose one of auto, cpu, cuda"),
+    (["profile=yes"], "profile=yes: choose true or false"),
+    (["num_envs=a"], "need whole numbers"),
+    (["engine_batch=0"], "must be >= 1"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, message, capsys, monkeypatch):
+    # seconds=-1 used to measure nothing and print "0 episodes/s"
+    for name in perf.SECTIONS:
+        monkeypatch.setitem(perf.SECTIONS, name, lambda seconds, settings: {"x": seconds})
     with pytest.raises(SystemExit) as err:
-        perf.main([arg, "seconds=0.01"])
+        perf.main(args)
     assert err.value.code == 2
-    err_lines = capsys.readouterr().err.splitlines()
-    assert len(err_lines) == 1 and err_lines[0].startswith("ttt.perf: ")
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ttt.perf: ") and message in lines[0]
+    assert captured.out == ""
+
+
+def test_unwritable_output_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    measured = []
+    monkeypatch.setitem(perf.SECTIONS, "engine", lambda seconds, settings: measured.append(seconds) or {"3x3": 1.0})
+    with pytest.raises(SystemExit) as err:
+        perf.main(["sections=engine", "seconds=0.01", f"output={blocker / 'perf.json'}"])
+    assert err.value.code == 2 and measured == []  # not a single measurement was spent
+    assert "output" in capsys.readouterr().err
+
+
+def test_output_failing_after_measuring_goes_to_a_fallback_file(tmp_path, monkeypatch, capsys):
+    out_dir = tmp_path / "out"
+
+    def engine(seconds, settings):  # the folder becomes unwritable while measuring: replaced by a file
+        out_dir.rmdir()
+        out_dir.write_text("")
+        return {"3x3": 123.0}
+
+    out_dir.mkdir()
+    monkeypatch.setitem(perf.SECTIONS, "engine", engine)
+    with pytest.raises(SystemExit) as err:
+        perf.main(["sections=engine", "seconds=0.01", f"output={out_dir / 'perf.json'}"])
+    assert err.value.code == 1
+    line = capsys.readouterr().err.strip()
+    fallback = Path(line.rsplit("written to ", 1)[1])
+    try:
+        assert json.loads(fallback.read_text())["engine"] == {"3x3": 123.0}
+    finally:
+        fallback.unlink()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -53,7 +102,9 @@ def test_cuda_without_a_gpu_fails_at_start_with_one_line(capsys):
         perf.main(["device=cuda", "sections=engine"])
     assert err.value.code == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("ttt.perf: device=cuda: no CUDA device is available")
+    assert captured.out == ""
+    assert captured.err.splitlines() == ["error: ttt.perf: device=cuda: no CUDA device is available (torch "
+                                         + torch.__version__ + ", a CPU-only build); use device=cpu or device=auto"]
 
 
 def test_search_section_reports_ms_per_move(capsys):

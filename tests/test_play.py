@@ -14,6 +14,7 @@ from test_benchmark import table_checkpoint  # noqa: F401  (a saved learner fixt
 
 import ttt.play as tp
 from ttt.agents import load_player
+from ttt.cli import OutputError
 from ttt.games import make_game
 from ttt.players import PLAYERS, Player
 
@@ -170,3 +171,39 @@ def test_a_trained_q_learning_agent_learns_from_play(compose_train, tmp_path):
     tally, text = run("4\n0\n8\n2\n6\n1\n3\n5\n7\nn\n", f"checkpoint={checkpoint}", "seat=first", "learn=true")
     assert tally["games"] == 1 and "run learned from this game." in text
     assert Path(tally["saved"]).is_file() and load_player(tally["saved"]).game.name == "3x3"
+
+
+def test_learn_with_an_unwritable_save_path_is_refused_before_the_first_game(table_checkpoint, tmp_path):  # noqa: F811
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=f"save {blocker / 'x.npz'} is not writable"):
+        tp.play(compose_play(f"checkpoint={table_checkpoint}", "seat=second", "learn=true",
+                             f"save={blocker / 'x.npz'}"), io.StringIO("0\n1\nn\n"), out)
+    assert out.getvalue() == ""  # not a move was asked for
+
+
+def test_a_save_that_fails_at_the_end_goes_to_a_fallback_file(table_checkpoint, tmp_path, monkeypatch):  # noqa: F811
+    from test_benchmark import TableLearner
+
+    save_dir = tmp_path / "saves"
+    save_dir.mkdir()
+    learn = TableLearner.learn_from_game
+
+    def learn_then_break_the_folder(self, states):
+        save_dir.rmdir()
+        save_dir.write_text("")  # the save folder is now a file: the save at the end fails
+        return learn(self, states)
+
+    monkeypatch.setattr(TableLearner, "learn_from_game", learn_then_break_the_folder)
+    out = io.StringIO()
+    with pytest.raises(OutputError) as err:
+        tp.play(compose_play(f"checkpoint={table_checkpoint}", "seat=second", "learn=true",
+                             f"save={save_dir / 'learned.npz'}"), io.StringIO("0\n1\nn\n"), out)
+    fallback = err.value.fallback
+    try:
+        assert f"saved the agent (1 games learned) to {fallback}" in out.getvalue()
+        assert out.getvalue().rstrip().endswith("Bye.")
+        assert sorted(load_player(fallback).values.values()) == [-0.75, -0.75, 0.75, 0.75, 0.75]  # the game learned
+    finally:
+        fallback.unlink()

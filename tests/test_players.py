@@ -46,16 +46,16 @@ def test_registry_has_search_players():
 
 
 def test_perfect_refuses_unsolved_boards_clearly():
-    with pytest.raises(ValueError, match="perfect play is available on 3x3 and 3x3x3 only, not 4x4x4"):
+    with pytest.raises(ValueError, match="perfect play is available on 3x3, 4x4, 3x3x3 only, not 4x4x4"):
         PerfectPlayer(make_game("4x4x4"))
-    with pytest.raises(ValueError, match="not 4x4"):
-        make_player("perfect", make_game("4x4"))
+    with pytest.raises(ValueError, match="not 4x4x4_gravity"):
+        make_player("perfect", make_game("4x4x4_gravity"))
 
 
 # ------------------------------------------------------------------ perfect play on 3x3
 def test_perfect_knows_the_game_value_and_forced_lines():
     p = PerfectPlayer(make_game("3x3"))
-    assert len(p.table) == 627  # non-terminal positions up to symmetry (765 minus 138 finished ones)
+    assert len(p.table) == 765  # every reachable position up to symmetry, finished ones included
     assert set(p.move_scores(state_after("3x3", [])).values()) == {0}  # every first move draws
     # X: 0, 4; O: 1 (the edge next to X's corner); O to move. X threatens 8 and wins by force:
     # blocking at 8 loses in 4 plies (X then makes a double threat), anything else in 2

@@ -162,20 +162,3 @@ def test_multirun_with_run_dir_is_refused(tmp_path):
     assert done.returncode != 0
     assert "run_dir is for single runs" in done.stderr
     assert not (tmp_path / "one").exists()
-
-
-def test_run_periodic_and_finish_evaluate_and_save_at_the_right_episodes(compose_train):
-    from ttt.players import make_player
-    from ttt.training import Run
-
-    cfg = compose_train(["game=3x3", "episodes=6", "eval_every=2", "eval_games=4"])
-    run = Run(cfg, cfg.run_dir)
-    saved: list[int] = []
-    player = make_player("random", run.game)
-    for done in range(1, 7):
-        run.periodic(player, done, saved.append)
-    assert saved == [2, 4]  # not 6: the end is finish's
-    results = run.finish(player, 6, saved.append)
-    run.close()
-    assert saved == [2, 4, 6]
-    assert set(results) == {"random", "benchmark"} and results["random"].both.games == 4

@@ -25,6 +25,8 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +36,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
@@ -42,6 +45,7 @@ from ttt.players import PLAYERS, Player, make_player, registered_players
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
+PROGRESS_SECONDS = 10.0  # a match still running reports its progress on stderr this often
 
 
 @dataclass
@@ -59,6 +63,8 @@ class BenchmarkConfig:
     elo_anchor: str | None = "random"  # the player rated 0 (mean 0 when null or not in the list)
     elo_prior_draws: float = 1.0  # virtual draws per pair, so a perfect score gives a finite rating
     threads: int = 1  # torch intra-op threads
+    exploit: bool = False  # also the agent's exact exploitability (3x3, 4x4; ttt.exploitability)
+    exploit_ties: str = "first"  # the agent's equal best moves: its lowest-numbered one, or "all" (worst case)
 
 
 ConfigStore.instance().store(name="benchmark_schema", node=BenchmarkConfig)
@@ -212,46 +218,83 @@ def agent_spec(cfg: DictConfig) -> Any:
 # ---------------------------------------------------------------------------------------- benchmark
 def format_table(rows: list[dict]) -> str:
     """The results as a fixed-width text table."""
-    head = f"{'opponent':<16} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} {'games/s':>9}"
+    w = max([16, *(len(r["opponent"]) for r in rows)])  # the opponent column fits the longest label
+    head = (f"{'opponent':<{w}} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} "
+            f"{'games/s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         wdl = f"{r['wins']} / {r['draws']} / {r['losses']}"
         ci = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
-        lines.append(f"{r['opponent']:<16} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
+        lines.append(f"{r['opponent']:<{w}} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
                      f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f}")
     return "\n".join(lines)
 
 
+def match_progress(label: str) -> Callable[[int, int], None]:
+    """A ``play_match`` progress callback: a line on stderr every ``PROGRESS_SECONDS`` while the match runs."""
+    t0 = time.perf_counter()
+    last = t0
+
+    def report(finished: int, total: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if now - last >= PROGRESS_SECONDS:
+            last = now
+            print(f"  {label}: {finished}/{total} games over ({now - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    return report
+
+
 def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
-    """Run the benchmark (or round robin) the config describes; print the table; return the results."""
+    """Run the benchmark (or round robin) the config describes; print the table; return the results.
+
+    ``output=PATH`` is checked for writability before any game; if writing it still fails at the
+    end, the results go to a fallback file and ``ttt.cli.OutputError`` names it."""
     import torch
 
     out = out or sys.stdout
     if int(cfg.games) < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
+    if int(cfg.threads) < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    if cfg.output:
+        check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))
     if cfg.round_robin is not None:
+        if cfg.exploit:
+            raise ValueError("exploit=true measures one agent (checkpoint= or player=), not a round robin")
         result = round_robin(cfg, out)
     else:
-        if not cfg.opponents:
+        if not cfg.opponents and not cfg.exploit:
             raise ValueError("opponents is empty; give e.g. opponents=[random,benchmark]")
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
+        if cfg.exploit:  # before the matches: a board or option it cannot take fails at once
+            from ttt.exploitability import check_board, check_ties
+
+            check_board(game)
+            check_ties(str(cfg.exploit_ties))
         rows = []
-        print(f"{agent_label} on {game.name}: {int(cfg.games)} games per opponent, half in each seat "
-              f"(seed {int(cfg.seed)})", file=out, flush=True)
+        games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
+        print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
         for k, (label, opponent) in enumerate(opponents):
             r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=agent_label, opponent_name=label)
+                           agent_name=agent_label, opponent_name=label, progress=match_progress(f"vs {label}"))
             rows += r.rows(label)
-        print(format_table(rows), file=out, flush=True)
+        if rows:
+            print(format_table(rows), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
+        if cfg.exploit:
+            from ttt.exploitability import exploitability, report
+
+            seats = exploitability(agent, str(cfg.exploit_ties))
+            print(report(seats), file=out, flush=True)
+            result["exploitability"] = [s.as_dict() for s in seats]
     if cfg.output:
-        path = Path(cfg.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n")
+        text = json.dumps(result, indent=2) + "\n"
+        path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")
         print(f"wrote {path}", file=out)
     return result
 
@@ -273,7 +316,8 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
     for a in range(len(players)):
         for b in range(a + 1, len(players)):
             r = play_match(game, players[a][1], players[b][1], int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=names[a], opponent_name=names[b])
+                           agent_name=names[a], opponent_name=names[b],
+                           progress=match_progress(f"{names[a]} vs {names[b]}"))
             k += 1
             both = r.both
             pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
@@ -300,20 +344,6 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- entry point
-def run_cli(function, cfg: DictConfig) -> None:
-    """Call ``function(cfg)``; expected errors become one line on stderr and exit status 2."""
-    try:
-        function(cfg)
-    except (CheckpointError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except BrokenPipeError:  # output piped into e.g. `head`
-        sys.stderr.close()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-
-
 @hydra.main(version_base="1.3", config_path="../configs", config_name="benchmark")
 def main(cfg: DictConfig) -> None:
     run_cli(benchmark, cfg)

@@ -1,12 +1,17 @@
-"""Structured-config schemas for Hydra: a misspelt key or a wrong type fails at composition.
+"""Structured-config schemas for Hydra, and the checks of a training config's values.
 
 ``configs/train.yaml`` is validated against ``TrainConfig``; each ``configs/agent/<name>.yaml``
 extends the ``Config`` dataclass of its learner module (registered as ``agent/<name>_schema``).
+A misspelt key or a wrong type fails at composition. What types cannot rule out (ranges, names,
+a key added with ``+key=...``, a learner that does not fit the board) ``check_train_config``
+refuses before any work starts, with a ``ConfigError`` of one line naming the key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import difflib
+import math
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -41,10 +46,112 @@ class TrainConfig:
     num_envs: int = 1  # games played in parallel while training
     seed: int = 0
     resume: bool = False  # continue from the checkpoint in the run directory
+    overwrite: bool = False  # start over in a run directory that holds a checkpoint (deletes it)
+    checkpoint_every: int = 0  # episodes between checkpoints besides those at evaluations; 0 = none
+    checkpoint_minutes: float = 5.0  # also a checkpoint after this many minutes without one; 0 = never
+    log_every: int = 0  # episodes between train/* scalars and progress lines; 0 = a tenth of eval_every (or of the run)
     progress: bool = True  # print a progress line while training
     threads: int = 1  # torch intra-op threads
     device: str = "auto"  # auto | cpu | cuda: where games, networks and batched opponents live (ttt.device)
     run_dir: str | None = None  # the run directory of a single run; else Hydra's output directory
+
+
+class ConfigError(ValueError):
+    """A config value the run cannot use; the message is one line naming the key."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting may take: ``low <= x <= high`` (``low < x`` when ``low_open``)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    def __contains__(self, x: float) -> bool:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or math.isnan(x):
+            return False
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            return False
+        return self.high is None or x <= self.high
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+
+
+UNIT = Range(0, 1)  # probabilities, discounts, shares
+POSITIVE = Range(0, low_open=True)
+NON_NEGATIVE = Range(0)
+AT_LEAST_ONE = Range(1)
+
+TOP_LEVEL_RANGES = {"episodes": AT_LEAST_ONE, "eval_every": NON_NEGATIVE, "eval_games": AT_LEAST_ONE,
+                    "num_envs": AT_LEAST_ONE, "seed": NON_NEGATIVE, "threads": AT_LEAST_ONE,
+                    "checkpoint_every": NON_NEGATIVE, "checkpoint_minutes": NON_NEGATIVE,
+                    "log_every": NON_NEGATIVE}
+
+
+def check_ranges(prefix: str, settings: Any, ranges: dict[str, Range]) -> None:
+    """Raise ConfigError naming ``<prefix><key>`` for the first setting outside its range."""
+    for key, allowed in ranges.items():
+        value = settings[key] if isinstance(settings, dict) else getattr(settings, key)
+        if value not in allowed:
+            raise ConfigError(f"{prefix}{key}={value}: must be {allowed}")
+
+
+def check_choice(prefix: str, settings: Any, key: str, choices: tuple) -> None:
+    """Raise ConfigError naming ``<prefix><key>`` when its value is not one of ``choices``."""
+    value = settings[key] if isinstance(settings, dict) else getattr(settings, key)
+    if value not in choices:
+        raise ConfigError(f"{prefix}{key}={value!r}: choose one of {', '.join(map(str, choices))}")
+
+
+def _check_known_keys(prefix: str, node: Any, schema: type) -> None:
+    known = [f.name for f in fields(schema)]
+    for key in node:
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {prefix}{near[0]}?)" if near else f"; known keys: {', '.join(known)}"
+            raise ConfigError(f"unknown key {prefix}{key}{hint}")
+
+
+def check_train_config(cfg: Any) -> None:
+    """Refuse, before any work starts, a training config whose values the run cannot use.
+
+    Checks: no key outside the schemas (``+episods=1`` is a typo, not a setting), numeric ranges,
+    the board name, the network, ``resume`` and ``overwrite`` not both, and the learner's own
+    settings and its fit with the board (the learner module's ``check(cfg, game)``). Raises
+    ConfigError (one line naming the key). Evaluation opponents are checked by ``ttt.training.Run``,
+    which builds them.
+    """
+    from ttt.agents import AGENTS, agent_module
+    from ttt.games import BOARDS, make_game
+
+    _check_known_keys("", cfg, TrainConfig)
+    check_ranges("", cfg, TOP_LEVEL_RANGES)
+    if cfg.resume and cfg.overwrite:
+        raise ConfigError("resume=true and overwrite=true: choose one (continue the run, or start it over)")
+    _check_known_keys("game.", cfg.game, GameConfig)
+    if cfg.game.name not in BOARDS:
+        raise ConfigError(f"game.name={cfg.game.name!r}: choose one of {', '.join(BOARDS)}")
+    _check_known_keys("network.", cfg.network, NetworkConfig)
+    check_choice("network.", cfg.network, "kind", ("structured", "mlp"))
+    check_ranges("network.", cfg.network, {"detectors": AT_LEAST_ONE})
+    for i, width in enumerate(cfg.network.hidden):
+        if width not in AT_LEAST_ONE:
+            raise ConfigError(f"network.hidden[{i}]={width}: layer widths must be >= 1")
+    name = cfg.agent.name
+    if name not in AGENTS:
+        raise ConfigError(f"agent.name={name!r}: choose one of {', '.join(AGENTS)}")
+    module = agent_module(name)
+    _check_known_keys("agent.", cfg.agent, module.Config)
+    try:
+        module.check(cfg, make_game(cfg.game.name))
+    except ConfigError:
+        raise
+    except ValueError as e:  # a learner's own check names the key in its message
+        raise ConfigError(str(e)) from None
 
 
 _registered = False

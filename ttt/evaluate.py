@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -110,9 +111,11 @@ class MatchResult:
                 f"of {b.games} (win rate {b.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {b.score:.3f})")
 
 
-def play_games(game: Game, first: Player, second: Player, num_games: int, rng, device=None) -> np.ndarray:
+def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
+               progress: Callable[[int], None] | None = None, device=None) -> np.ndarray:
     """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0).
 
+    ``progress(finished)`` is called after every ply with the number of games over so far.
     ``device`` None: numpy games and a numpy ``rng``; else games on that torch device and ``rng`` a
     ``torch.Generator`` there (both players must be ``batched_on_device``).
     """
@@ -125,19 +128,23 @@ def play_games(game: Game, first: Player, second: Player, num_games: int, rng, d
         mover = first if ply % 2 == 0 else second
         games.step(mover.act_batch(games, rng))
         ply += 1
+        if progress is not None:
+            progress(int(games.done.sum()))
     return games.xp.numpy(games.winner).copy()
 
 
 def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed: int = 0,
                seats: str = "both", agent_name: str | None = None,
-               opponent_name: str | None = None, device=None) -> MatchResult:
+               opponent_name: str | None = None,
+               progress: Callable[[int, int], None] | None = None, device=None) -> MatchResult:
     """Play ``num_games`` games of ``agent`` against ``opponent``.
 
     ``seats="both"`` gives the agent the first seat in half the games (the extra game of an odd
     count goes to the first seat); "first" or "second" fixes the agent's seat. The same seed gives
-    the same result. ``device`` (a torch device, e.g. ``"cuda"``): the games run there when both
-    players are ``batched_on_device`` (random, benchmark, dqn), drawing from a ``torch.Generator``
-    seeded with ``seed``; otherwise (search players) on the host.
+    the same result. ``progress(finished, num_games)`` is called after every ply. ``device`` (a torch
+    device, e.g. ``"cuda"``): the games run there when both players are ``batched_on_device``
+    (random, benchmark, dqn), drawing from a ``torch.Generator`` seeded with ``seed``; otherwise
+    (search players) on the host.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
@@ -155,7 +162,9 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
                                   ("second", n_second, opponent, agent, -1)):
         if n == 0:
             continue
-        w = play_games(game, p1, p2, n, rng, device) * sign
+        offset = n_first if seat == "second" else 0
+        report = None if progress is None else (lambda k, offset=offset: progress(offset + k, num_games))
+        w = play_games(game, p1, p2, n, rng, report, device) * sign
         r = getattr(result, seat)
         r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
     result.seconds = time.perf_counter() - t0

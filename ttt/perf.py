@@ -6,14 +6,17 @@ games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a G
 per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``, always on the
 CPU) and training episodes per second of the structured network on 4x4x4 against random (section
 ``train``) for each ``num_envs`` (default 1 and 256 on the CPU; 1, 256, 4,096 and 65,536 on a GPU).
-``device`` (default ``auto``) is where the games and networks live (``ttt.device``); on a GPU the
-first lines name it. ``profile=true`` then runs each measurement once more, shorter, under a
+``device`` (default ``auto``) is where the games and networks live (``ttt.device``); the first line
+names it (and the GPU). ``profile=true`` then runs each measurement once more, shorter, under a
 profiler and prints where the time goes: the top torch operators and kernels (``torch.profiler``)
-on a GPU, the top functions (``cProfile``) on the CPU.
+on a GPU, the top functions (``cProfile``) on the CPU. ``seconds=S`` is the measuring time of each
+figure (S > 0).
 
 With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
 "engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
-"train": {"num_envs_N": episodes_per_sec}}`` (the sections that ran).
+"train": {"num_envs_N": episodes_per_sec}}`` (the sections that ran); the file is checked for
+writability before the measurements, and written to a fallback file (named on stderr) if it still
+fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from ttt.cli import check_writable_file, run_cli, write_with_fallback
 from ttt.device import DeviceError, array_device, resolve_device
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
@@ -71,12 +76,23 @@ def report(section: str, key: str, value: float) -> None:
     print(f"{section:7s} {key:22s} {value:14{fmt}} {unit}", flush=True)
 
 
-def engine_section(seconds: float, device: str, batch: int, profile: bool = False) -> dict[str, float]:
+@dataclass(frozen=True)
+class Settings:
+    """What the sections measure besides ``seconds``: where, how many games, and whether to profile."""
+
+    device: str = "cpu"  # resolved: cpu or cuda
+    engine_batch: int = 4096
+    num_envs: tuple[int, ...] = (1, 256)
+    profile: bool = False
+
+
+def engine_section(seconds: float, settings: Settings) -> dict[str, float]:
     out, short = {}, min(seconds, 1.0)
+    device, batch = settings.device, settings.engine_batch
     for board in BOARDS:
         out[board] = engine_plies_per_sec(board, batch, seconds, device=array_device(device))
         report("engine", board, out[board])
-        if profile:
+        if settings.profile:
             print_profile(f"engine {board}", device,
                           lambda b=board: engine_plies_per_sec(b, batch, short, device=array_device(device)))
     return out
@@ -103,7 +119,7 @@ def search_ms_per_move(board: str, depth: int, seconds: float = 2.0, seed: int =
     return 1000 * spent / moves
 
 
-def search_section(seconds: float) -> dict[str, float]:
+def search_section(seconds: float, settings: Settings) -> dict[str, float]:
     out = {}
     for board in ("4x4x4", "4x4x4_gravity"):
         for depth in (1, 2, 3):
@@ -113,14 +129,14 @@ def search_section(seconds: float) -> dict[str, float]:
     return out
 
 
-def train_section(seconds: float, device: str, num_envs: tuple[int, ...], profile: bool = False) -> dict[str, float]:
+def train_section(seconds: float, settings: Settings) -> dict[str, float]:
     from ttt.agents.dqn import training_throughput
 
-    out = {}
-    for n in num_envs:
+    out, device = {}, settings.device
+    for n in settings.num_envs:
         out[f"num_envs_{n}"] = training_throughput(num_envs=n, seconds=seconds, device=device)
         report("train", f"num_envs_{n}", out[f"num_envs_{n}"])
-        if profile:
+        if settings.profile:
             print_profile(f"train num_envs={n}", device,
                           lambda n=n: training_throughput(num_envs=n, seconds=min(seconds, 2.0), device=device))
     return out
@@ -153,62 +169,76 @@ def print_profile(title: str, device: str, work, rows: int = 12) -> None:
     print(f"--- profile: {title} (torch.profiler, by own {'GPU' if gpu else 'CPU'} time)\n{table}", flush=True)
 
 
+SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section}
 UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f")}
-SECTIONS = tuple(UNITS)
 
 
-def fail(message: str) -> None:
-    """A bad argument or an unavailable device: one line on stderr, exit status 2."""
-    print(f"ttt.perf: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def main(argv: list[str] | None = None) -> dict:
-    argv = sys.argv[1:] if argv is None else argv
+def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]:
+    """(sections, seconds, output, settings) from ``key=value`` arguments; ValueError (one line) for a bad one."""
     opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3", "device": "auto",
             "engine_batch": None, "num_envs": None, "profile": "false"}
     for arg in argv:
-        if arg in ("-h", "--help"):
-            print(__doc__)
-            sys.exit(0)
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            fail(f"unknown argument {arg!r}; use {', '.join(f'{k}=...' for k in opts)}")
+            raise ValueError(f"ttt.perf: unknown argument {arg!r}; use {', '.join(f'{k}=...' for k in opts)}")
         opts[key] = value
     sections = opts["sections"].split(",")
     for name in sections:
         if name not in SECTIONS:
-            fail(f"unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+            raise ValueError(f"ttt.perf: unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+    try:
+        seconds = float(opts["seconds"])
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"ttt.perf: seconds={opts['seconds']}: the measuring time must be a number > 0")
     if opts["profile"] not in ("true", "false"):
-        fail(f"profile={opts['profile']}: choose true or false")
+        raise ValueError(f"ttt.perf: profile={opts['profile']}: choose true or false")
     try:
         device = resolve_device(opts["device"])
+    except DeviceError as e:
+        raise ValueError(f"ttt.perf: {e}") from None
+    try:
         batch = int(opts["engine_batch"] or ENGINE_BATCH[device])
         num_envs = tuple(int(x) for x in opts["num_envs"].split(",")) if opts["num_envs"] else NUM_ENVS[device]
-        seconds = float(opts["seconds"])
-    except (DeviceError, ValueError) as e:
-        fail(str(e))
-    profile = opts["profile"] == "true"
+    except ValueError:
+        raise ValueError(f"ttt.perf: engine_batch={opts['engine_batch']}, num_envs={opts['num_envs']}: "
+                         f"need whole numbers (num_envs: a comma-separated list)") from None
+    if batch < 1 or min(num_envs) < 1:
+        raise ValueError("ttt.perf: engine_batch and num_envs must be >= 1")
+    if opts["output"]:
+        check_writable_file(opts["output"], "ttt.perf: output")
+    return sections, seconds, opts["output"], Settings(device, batch, num_envs, opts["profile"] == "true")
+
+
+def measure(argv: list[str]) -> dict:
+    """Run the sections ``argv`` asks for; print one line per figure; write ``output=`` if given."""
+    sections, seconds, output, settings = parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
+    device = settings.device
     gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else None
     out: dict = {"device": device, "gpu": gpu}
     print(f"device  {device}" + (f" ({gpu}, torch {torch.__version__}, CUDA {torch.version.cuda})" if gpu else ""),
           flush=True)
     for name in sections:
         if name == "engine":
-            out["engine_batch"] = batch
-            print(f"engine  {batch:,} games side by side", flush=True)
-            out[name] = engine_section(seconds, device, batch, profile)
-        elif name == "search":
-            out[name] = search_section(seconds)
-        else:
-            out[name] = train_section(seconds, device, num_envs, profile)
-    if opts["output"]:
-        with open(opts["output"], "w") as f:
-            json.dump(out, f, indent=2)
+            out["engine_batch"] = settings.engine_batch
+            print(f"engine  {settings.engine_batch:,} games side by side", flush=True)
+        out[name] = SECTIONS[name](seconds, settings)
+    if output:
+        text = json.dumps(out, indent=2)
+        write_with_fallback(output, lambda p: p.write_text(text), "measurements")
     return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        sys.exit(0)
+    return run_cli(measure, argv)
 
 
 if __name__ == "__main__":

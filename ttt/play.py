@@ -26,7 +26,8 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.benchmark import agent_spec, board_name, load_agents, parse_spec, run_cli
+from ttt.benchmark import agent_spec, board_name, load_agents, parse_spec
+from ttt.cli import OutputError, check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
 from ttt.games import FIRST, Game, IllegalMoveError, State, render_board
 from ttt.players import Player
@@ -153,6 +154,9 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
         save_path = Path(cfg.save) if cfg.save else _default_save_path(spec)
         if save_path is None:
             raise ValueError("learn=true: give save=PATH for the learned agent")
+        if save_path.suffix not in (".pt", ".npz"):
+            raise ValueError(f"save={save_path}: a checkpoint file ends in .pt or .npz")
+        check_writable_file(save_path, "save")  # before the games, not after them
     rng = np.random.default_rng(int(cfg.seed))
     tally: dict[str, Any] = dict(games=0, wins=0, draws=0, losses=0, saved=None)
     learned = 0
@@ -178,11 +182,18 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
         answer = io.ask("Play again? [y/n]: ")
         if answer is None or answer.lower() not in ("y", "yes"):
             break
+    failed = None
     if cfg.learn and learned:
-        agent.save(save_path)
-        tally["saved"] = str(save_path)
-        io.say(f"saved the agent ({learned} games learned) to {save_path}")
+        try:
+            write_with_fallback(save_path, agent.save, "learned agent")
+            tally["saved"] = str(save_path)
+        except OutputError as e:  # saved elsewhere: say so after the tally
+            failed = e
+            tally["saved"] = str(e.fallback)
+        io.say(f"saved the agent ({learned} games learned) to {tally['saved']}")
     io.say(f"You: {tally['wins']} won, {tally['draws']} drawn, {tally['losses']} lost. Bye.")
+    if failed is not None:
+        raise failed
     return tally
 
 

@@ -1,48 +1,64 @@
 """Train a learner: ``python -m ttt.train +experiment=dqn_444`` (Hydra; ``--help`` lists the groups).
 
-``train(cfg)`` is a plain function (tests call it); ``main`` is the Hydra wrapper around it.
-Outputs (TensorBoard logs under ``tb/``, ``checkpoint.pt`` or ``.npz``, ``final_eval.json``) go to
-the run directory: Hydra's output directory, or ``run_dir=...``.
+``train(cfg)`` is a plain function (tests call it); ``main`` is the Hydra wrapper around it, which
+turns the errors a user can cause into one line and exit code 2 (``ttt.cli``; Ctrl-C: 130).
+Outputs (TensorBoard logs under ``tb/``, ``checkpoint.pt`` or ``.npz``, ``final_eval.json``,
+``train.log``) go to the run directory: Hydra's output directory, or ``run_dir=...``.
+``ttt.training.Run`` guards the folder (values checked first, one run per folder, no silent
+overwrite, resume compared with the checkpoint's config).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
-from omegaconf import DictConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
-from ttt.config import register_configs
-from ttt.device import DeviceError, resolve_device
+from ttt.cli import check_writable_dir, run_cli
+from ttt.config import ConfigError, register_configs
 from ttt.training import Run, seed_everything
 
 
 def train(cfg: DictConfig) -> dict:
-    """Run the training the config describes; returns the final evaluation (as in final_eval.json).
-
-    Raises DeviceError before anything is written when ``device`` cannot be honoured here.
-    """
+    """Run the training the config describes; returns the final evaluation (as in final_eval.json)."""
     import torch
 
-    module = agent_module(cfg.agent.name)
-    device = resolve_device(cfg.device)
-    if not getattr(module, "USES_DEVICE", False):
-        device = "cpu"  # a tabular learner: tables and games stay on the host
-    if cfg.run_dir:
+    if cfg.get("run_dir"):
         run_dir = Path(cfg.run_dir)
     else:
         from hydra.core.hydra_config import HydraConfig
 
+        if not HydraConfig.initialized():
+            raise ConfigError("run_dir is not set (outside Hydra it names the run folder)")
         run_dir = Path(HydraConfig.get().runtime.output_dir)
-    torch.set_num_threads(int(cfg.threads))
-    seed_everything(int(cfg.seed))
-    run = Run(cfg, run_dir, device)
-    try:
-        return module.train(cfg, run)
-    finally:
-        run.close()
+    with Run(cfg, run_dir) as run:
+        if run.finished is not None:
+            return run.finished
+        torch.set_num_threads(int(cfg.threads))
+        seed_everything(int(cfg.seed))
+        return agent_module(cfg.agent.name).train(cfg, run)
+
+
+class RunDirCheck(Callback):
+    """Checks Hydra runs before Hydra creates their folders (a file or a read-only path as run_dir
+    would otherwise fail inside Hydra with a traceback): one line and exit code 2."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        run_cli(check_writable_dir, OmegaConf.select(config, "hydra.run.dir"), "run_dir")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        run_cli(_check_sweep, config)
+
+
+def _check_sweep(config: DictConfig) -> None:
+    if config.get("run_dir"):
+        # every job of the sweep would write into the same folder
+        raise ConfigError("run_dir is for single runs; a multirun puts each run under hydra.sweep.dir")
+    check_writable_dir(OmegaConf.select(config, "hydra.sweep.dir"), "hydra.sweep.dir")
 
 
 register_configs()
@@ -50,17 +66,7 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
 def main(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if cfg.run_dir and HydraConfig.get().mode == RunMode.MULTIRUN:
-        # every job of the sweep would write into the same folder
-        raise SystemExit("ttt.train: run_dir is for single runs; a multirun puts each run under hydra.sweep.dir")
-    try:
-        train(cfg)
-    except DeviceError as e:
-        print(f"ttt.train: {e}", file=sys.stderr)
-        sys.exit(2)
+    run_cli(train, cfg)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,26 @@
-"""What every learner's training loop shares: seeding, the run directory, TensorBoard logging,
-periodic evaluation against fixed players, progress output and checkpoint paths.
+"""What every learner's training loop shares: seeding, the run folder, TensorBoard logging, and
+one schedule of evaluations, checkpoints, log lines and stops.
+
+A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any
+work starts (``ttt.config.check_train_config``, and the evaluation opponents, which it builds),
+checks that the folder is writable, and takes its lock (``train.lock``: one run per folder; a
+lock whose process is gone is stale and replaced). A folder holding a checkpoint is refused
+unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the earlier checkpoint,
+``final_eval.json``, ``tb/`` and ``train.log`` are deleted). Resuming compares the config with
+the one saved in the checkpoint: a key that changes the result refuses, naming it; ``episodes``
+may grow, and keys that only change what is measured or printed may change (``RESUME_FREE``).
+A resumed run whose ``final_eval.json`` already covers ``episodes`` is skipped with one line
+(so rerunning a multirun with ``resume=true`` finishes only the jobs that had not finished). A run
+that fails before training begins removes the folder when it created it.
+
+The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same
+for per-game and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
+``train/episodes_per_sec`` and a progress line; every ``eval_every`` episodes an evaluation and
+a checkpoint; a checkpoint also every ``checkpoint_every`` episodes and after
+``checkpoint_minutes`` without one. Ctrl-C or SIGTERM finishes the current step, saves, prints
+where the checkpoint is and how to resume, and stops with ``ttt.cli.Interrupted`` (exit code 130);
+a second Ctrl-C stops at once. The first and last lines of a run say where its outputs are;
+``train.log`` in the run folder holds every line, progress lines included.
 
 TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episodes_per_sec`` tags):
 
@@ -23,20 +44,42 @@ Hyperparameters (the resolved config, flattened) are logged once as text under `
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
+import shlex
+import shutil
+import signal
+import socket
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.device import array_device
+from ttt.checkpoint import CheckpointError, load_checkpoint
+from ttt.cli import Interrupted, check_writable_dir, one_line
+from ttt.config import ConfigError, check_train_config
+from ttt.device import array_device, run_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player
 
 OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
+
+CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
+LOCK_NAME = "train.lock"
+HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
+# keys that change only what is measured, saved or printed, not the weights: they may differ on resume
+RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "threads", "checkpoint_every", "checkpoint_minutes",
+               "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
+PROGRESS_SECONDS = 2.0  # at most one progress line this often
+QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -49,24 +92,338 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-class Run:
-    """One training run: its directory, logger, evaluation and progress line."""
+# ------------------------------------------------------------------------------------ the command
+def hydra_overrides() -> list[str] | None:
+    """The command-line overrides of the Hydra job running now, or None outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
 
-    def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str = "cpu") -> None:
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
+
+
+def run_command() -> str:
+    """The command line that started this run, when Hydra started it."""
+    overrides = hydra_overrides()
+    return "ttt.train.train(cfg)" if overrides is None else shlex.join(["python", "-m", "ttt.train", *overrides])
+
+
+def hydra_value(text: str) -> str:
+    """``text`` as the value of a Hydra override: quoted when it holds characters of the override
+    grammar (a multirun job's folder name holds ``=`` and ``,``)."""
+    if re.fullmatch(r"[\w./~:@%+-]+", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that continues the run in ``run_dir`` from its checkpoint."""
+    overrides = hydra_overrides()
+    if overrides is None:
+        return f"train(cfg) with the same config and resume=true run_dir={hydra_value(str(run_dir))}"
+    keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("run_dir", "resume", "overwrite")]
+    return shlex.join(["python", "-m", "ttt.train", *keep, f"run_dir={hydra_value(str(run_dir))}", "resume=true"])
+
+
+def _sweep_dir() -> str | None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return str(HydraConfig.get().sweep.dir)
+    return None
+
+
+# ------------------------------------------------------------------------------------ the folder
+class RunLock:
+    """``train.lock`` in a run folder: the pid and host of the run using it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LOCK_NAME
+        self.held = False
+
+    def acquire(self) -> str | None:
+        """Take the lock; returns a note when a stale lock was replaced. Raises ConfigError when a
+        live process holds it (or one on another host, which cannot be checked)."""
+        note = None
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None:
+                    raise ConfigError(f"run_dir {self.path.parent} is in use by another training ({holder}); "
+                                      f"wait for it, stop it, or choose another run_dir") from None
+                note = f"removed a stale lock {self.path} (its process is gone)"
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                           "started": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
+            self.held = True
+            return note
+        raise ConfigError(f"run_dir {self.path.parent}: could not take {LOCK_NAME} (other runs keep starting here)")
+
+    def _holder(self) -> str | None:
+        """Who holds the lock, when someone does; None for a stale lock."""
+        try:
+            info = json.loads(self.path.read_text())
+            pid, host = int(info["pid"]), str(info["host"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            # unreadable: either being written this instant, or left half-written by a killed run
+            try:
+                young = time.time() - self.path.stat().st_mtime < 10
+            except OSError:
+                return None
+            return "a run starting this moment" if young else None
+        if host != socket.gethostname():
+            return (f"pid {pid} on host {host}, which cannot be checked from here; delete {self.path} "
+                    f"if no run is using the folder")
+        if _process_alive(pid):
+            return f"pid {pid}, started {info.get('started', '?')}"
+        return None
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
+    """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
+    (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
+    and keys the checkpoint does not record)."""
+    old, new = _flatten(saved), _flatten(now)
+    refused, free = [], []
+    for key in sorted(set(old) | set(new)):
+        if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
+            continue
+        text = f"{key} {old.get(key, '(not recorded)')} -> {new.get(key, '(not set)')}"
+        if key in RESUME_FREE or key == "episodes" or key not in old:
+            free.append(text)  # a key the checkpoint does not record came with a newer version
+        else:
+            refused.append(text)
+    return refused, free
+
+
+def played_episodes(payload: dict) -> int:
+    """The training games a checkpoint has played (0 for one that counts none)."""
+    return int(payload.get("episodes", payload.get("episode", 0)))
+
+
+# ------------------------------------------------------------------------------------ the run
+class Run:
+    """One training run: its folder, logger, evaluation, schedule and progress lines.
+
+    Use it as a context manager around the learner's ``train(cfg, run)``: leaving it closes the
+    logs, releases the lock, restores the signal handlers, prints the last line, and after a
+    failure before training began removes the folder when the run created it.
+    """
+
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str | None = None) -> None:
+        self.cfg = cfg
+        self.dir = Path(run_dir)
+        # nothing but Hydra's record of this job in it: the folder is this run's (removed if it fails at start)
+        try:
+            self._fresh = not self.dir.exists() or (self.dir.is_dir() and
+                                                   {p.name for p in self.dir.iterdir()} <= {HYDRA_RECORD})
+        except OSError:  # unreadable: not ours to remove (check_writable_dir reports it)
+            self._fresh = False
+        self._lock = RunLock(self.dir)
+        self._log_file = None
+        self._handlers: dict[int, Any] = {}
+        self.writer = None
+        self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
+        self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
+        self._resume_path: Path | None = None
+        self.started = False
+        try:
+            check_train_config(cfg)
+            # "cpu" or "cuda" (ttt.device): where the learner's games and networks live; a learner that
+            # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
+            self.device = run_device(cfg) if device is None else device
+            self.game: Game = make_game(cfg.game.name)
+            self.opponents = self._make_opponents()
+            self.total = int(cfg.episodes)
+            self.eval_every = int(cfg.eval_every)
+            self.checkpoint_every = int(cfg.checkpoint_every)
+            self.checkpoint_seconds = 60.0 * float(cfg.checkpoint_minutes)
+            self.log_every = int(cfg.log_every) or max(1, min(self.eval_every or self.total, self.total) // 10)
+            self.last_eval: dict[str, MatchResult] = {}
+            self._stop: int | None = None
+            self._t0 = time.perf_counter()
+            self._t_print = 0.0
+            self._t_said, self._ep_said = time.perf_counter(), 0  # the last progress line
+            self._last = 0
+            self._saved_at = time.monotonic()
+            self._t_last, self._ep_last = time.perf_counter(), 0
+            check_writable_dir(self.dir, "run_dir")
+            stale = self._lock.acquire()
+            self._open([stale] if stale else [])
+        except BaseException:
+            self.close(ok=False)
+            self._discard()
+            raise
+
+    # ------------------------------------------------------------------ setting up
+    def _make_opponents(self) -> list[tuple[str, Player]]:
+        """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
+        checkpoints), built now: a bad one fails before any work, naming the key."""
+        from ttt.benchmark import load_agents
+
+        try:
+            return load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
+        except (ValueError, TypeError, CheckpointError) as e:
+            raise ConfigError(f"eval_opponents: {one_line(e)}") from None
+
+    def _existing(self) -> list[Path]:
+        return [self.dir / name for name in CHECKPOINT_NAMES if (self.dir / name).is_file()]
+
+    def _open(self, notes: list[str]) -> None:
+        cfg = self.cfg
+        existing = self._existing()
+        if existing and not cfg.resume and not cfg.overwrite:
+            raise ConfigError(f"run_dir {self.dir} holds {existing[0].name} of an earlier run; resume=true "
+                              f"continues it, overwrite=true starts over (deleting it)")
+        purge_step = None
+        if cfg.resume and existing:
+            self.resumed, free = self._load_resume(existing)
+            final = _read_json(self.dir / "final_eval.json")
+            # value iteration plays no games (episodes 0): a finished solve is final
+            if final is not None and (final.get("episodes") == 0 or self.total <= int(final.get("episodes", 0))):
+                self.finished = final
+                print(f"ttt.train: {self.dir} has finished ({final.get('episodes')} episodes, final_eval.json); "
+                      f"skipped", file=sys.stderr, flush=True)
+                return
+            purge_step = played_episodes(self.resumed)
+            notes.append(f"resumed {self._resume_path} at episode {purge_step}"
+                         + (f" (changed: {'; '.join(free)})" if free else ""))
+        elif cfg.resume:
+            notes.append(f"resume=true: no checkpoint in {self.dir}; starting from the beginning")
+        if cfg.overwrite and (existing or (self.dir / "tb").exists()):
+            for path in existing:
+                path.unlink()
+            shutil.rmtree(self.dir / "tb", ignore_errors=True)
+            for name in ("final_eval.json", "train.log"):
+                (self.dir / name).unlink(missing_ok=True)
+            notes.append(f"overwrite=true: deleted the earlier run's {', '.join(p.name for p in existing)}, "
+                         f"final_eval.json, tb/ and train.log")
         from torch.utils.tensorboard import SummaryWriter
 
-        self.cfg = cfg
-        self.device = device  # resolved: "cpu" or "cuda" (ttt.device); the learner's games and networks live there
-        self.dir = Path(run_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.game: Game = make_game(cfg.game.name)
-        self.writer = SummaryWriter(str(self.dir / "tb"))
-        self.last_eval: dict[str, MatchResult] = {}
-        self._opponents: list[tuple[str, Player]] | None = None
-        self._t_last = time.perf_counter()
-        self._ep_last = 0
-        self._t_print = 0.0
+        self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge_step)
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
+        self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}; outputs in {self.dir}/ "
+                 f"(checkpoint, final_eval.json, tb/, train.log)")
+        for note in notes:
+            self.say(note)
+        self._install_signal_handlers()
+
+    def _load_resume(self, existing: list[Path]) -> tuple[dict, list[str]]:
+        """The checkpoint to continue from, with the learner and board checked and the config compared."""
+        errors = []
+        for path in existing:
+            try:
+                payload = load_checkpoint(path, kind=self.cfg.agent.name, game=self.game.name)
+                break
+            except CheckpointError as e:
+                errors.append(e)
+        else:
+            raise errors[0]
+        self._resume_path = path
+        saved = payload.get("config")
+        refused, free = config_changes(saved, self.config_dict()) if isinstance(saved, dict) else (
+            [], ["the checkpoint records no config: not compared"])
+        if refused:
+            raise ConfigError(f"resume=true: {path} was trained with other settings ({'; '.join(refused)}); "
+                              f"these change the result: resume with the checkpoint's values, or start a new "
+                              f"run_dir, or overwrite=true")
+        played = played_episodes(payload)
+        planned = saved.get("episodes") if isinstance(saved, dict) else None
+        if self.total < played and self.total != planned:  # a batched run may end a few games past its plan
+            raise ConfigError(f"resume=true: {path} has played {played} episodes; episodes={self.total} is fewer "
+                              f"(episodes may grow, or stay at least {played})")
+        return payload, free
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._stop is not None:
+            raise KeyboardInterrupt
+        self._stop = signum
+        # os.write, not print: the signal may arrive in the middle of a print to stderr
+        os.write(2, f"\nttt.train: {signal.Signals(signum).name} received; finishing this step and saving "
+                    f"(Ctrl-C again stops at once)\n".encode())
+
+    def _discard(self) -> None:
+        """After a failure before training began: remove the folder if this run created it (nothing
+        but Hydra's record of the job was in it) and no other run holds it."""
+        if self._fresh and self.dir.is_dir() and not (self.dir / LOCK_NAME).exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        ok = error is None and self.started
+        self.close(ok=ok)
+        if error is not None and not self.started and not isinstance(error, Interrupted):
+            self._discard()
+
+    def close(self, ok: bool = True) -> None:
+        """Close the logs, release the lock and the signal handlers; ``ok``: print the last line."""
+        for signum, handler in self._handlers.items():
+            signal.signal(signum, handler)
+        self._handlers.clear()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        if ok and self.finished is None and self._log_file is not None:
+            outputs = [p.name + ("/" if p.is_dir() else "") for p in sorted(self.dir.iterdir())
+                       if p.name in (*CHECKPOINT_NAMES, "final_eval.json", "tb", "train.log")]
+            self.say(f"ttt.train: done in {time.perf_counter() - self._t0:.1f} s; outputs in {self.dir}/: "
+                     f"{', '.join(outputs)} (tensorboard --logdir {self.dir / 'tb'})")
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        self._lock.release()
 
     # ------------------------------------------------------------------ paths
     def checkpoint_path(self, suffix: str = ".pt") -> Path:
@@ -87,36 +444,37 @@ class Run:
         self.log("train/episodes_per_sec", rate, episode)
         return rate
 
+    def say(self, text: str, console: bool = True) -> None:
+        """A line for the user: on stderr (unless ``console`` is false) and in ``train.log``."""
+        if console:
+            print(text, file=sys.stderr, flush=True)
+        if self._log_file is not None:
+            self._log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}\n")
+            self._log_file.flush()
+
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
-        """A progress line (at most every 2 s unless forced): bar, episodes, device, rate, latest eval."""
-        if not self.cfg.progress:
-            return
+        """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
+        bar, episodes, device, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
+        ``progress=false``."""
         now = time.perf_counter()
-        if not force and now - self._t_print < 2.0:
+        if not force and now - self._t_print < PROGRESS_SECONDS:
             return
-        self._t_print = now
-        total = max(int(self.cfg.episodes), 1)
+        self._t_print = self._t_said = now
+        self._ep_said = episode
+        total = max(self.total, 1)
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         evals = " ".join(f"{k}:{r.both.score:.3f}" for k, r in self.last_eval.items())
         line = f"[{bar}] {episode}/{total} {self.device} {info}" + (f" | eval score {evals}" if evals else "")
-        print(line, file=sys.stderr, flush=True)
+        self.say(line, console=bool(self.cfg.progress))
 
     # ------------------------------------------------------------------ evaluation
-    def eval_opponents(self) -> list[tuple[str, Player]]:
-        """The players of ``eval_opponents``: names or specs with options, e.g. ``alphabeta:1``."""
-        if self._opponents is None:
-            from ttt.benchmark import load_agents
-
-            self._opponents = load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
-        return self._opponents
-
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats; logged. On the
         run's device when both players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
-        for i, (name, opponent) in enumerate(self.eval_opponents()):
+        for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
             results[name] = r
@@ -128,19 +486,80 @@ class Run:
         self.writer.flush()
         return results
 
-    def periodic(self, player: Player, done: int, save) -> None:
-        """Every ``eval_every`` episodes before the last: evaluate ``player`` and ``save(done)``."""
-        every = int(self.cfg.eval_every)
-        if every and done % every == 0 and done < int(self.cfg.episodes):
-            self.evaluate(player, done)
-            save(done)
+    # ------------------------------------------------------------------ the schedule
+    def start(self, done: int) -> None:
+        """Training begins (or continues) with ``done`` episodes played; the schedule counts from here."""
+        self.started = True
+        self._last = done
+        self._saved_at = time.monotonic()
+        self._t_last, self._ep_last = time.perf_counter(), done
+        self._t_said, self._ep_said = time.perf_counter(), done
 
-    def finish(self, player: Player, episodes: int, save) -> dict[str, MatchResult]:
-        """At the end: ``save(episodes)``, the final evaluation, and a last progress line."""
-        save(episodes)
-        results = self.evaluate(player, episodes)
-        self.progress(episodes, "done", force=True)
+    def tick(self, done: int, player: Callable[[], Player], save: Callable[[int], Any],
+             log: Callable[[int], str] | None = None) -> None:
+        """After each training step, ``done`` episodes played in all: what falls due since the last call.
+
+        ``log(done)`` writes the learner's ``train/`` scalars and returns its part of the progress
+        line; ``player()`` is the greedy player to evaluate; ``save(done)`` writes the checkpoint.
+        Raises ``Interrupted`` after saving when Ctrl-C or SIGTERM asked to stop.
+        """
+        last, self._last = self._last, done
+        every = self.log_every
+        if done // every > last // every or done >= self.total > last:
+            info = log(done) if log is not None else ""
+            rate = self.log_rate(done)
+            self.progress(done, f"{rate:,.0f} episodes/s" + (f", {info}" if info else ""))
+        elif time.perf_counter() - self._t_said >= QUIET_SECONDS:  # log points far apart: a line anyway
+            rate = (done - self._ep_said) / (time.perf_counter() - self._t_said)
+            self.progress(done, f"{rate:,.0f} episodes/s")
+        saved = False
+        every = self.eval_every
+        if every and done // every > last // every and done < self.total:
+            self.evaluate(player(), done)
+            self.progress(done, "evaluated", force=True)
+            save(done)
+            saved = True
+        every = self.checkpoint_every
+        if not saved and done < self.total and (
+                (every and done // every > last // every)
+                or (self.checkpoint_seconds and time.monotonic() - self._saved_at >= self.checkpoint_seconds)):
+            save(done)
+            saved = True
+        if saved:
+            self._saved_at = time.monotonic()
+        if self._stop is not None:
+            if not saved:
+                save(done)
+            self._stopped(done)
+
+    def check_stop(self) -> None:
+        """For a learner with nothing to save midway: raise ``Interrupted`` if a stop was asked."""
+        if self._stop is not None:
+            self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name}; nothing saved "
+                     f"({self.cfg.agent.name} starts over when run again)")
+            raise Interrupted()
+
+    def finish(self, player: Callable[[], Player], done: int, save: Callable[[int], Any],
+               games: int | None = None) -> dict[str, MatchResult]:
+        """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
+        ``eval_games``), and a last progress line."""
+        save(done)
+        if self._stop is not None:
+            self._stopped(done)
+        results = self.evaluate(player(), done, games)
+        self.progress(done, "final evaluation", force=True)
         return results
+
+    def _stopped(self, done: int) -> None:
+        saved = self._existing()
+        where = saved[0] if saved else self.dir
+        self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
+                 f"checkpoint saved: {where}")
+        sweep = _sweep_dir()
+        if sweep is not None:
+            self.say(f"ttt.train: to resume the whole sweep, run it again with resume=true hydra.sweep.dir={sweep}")
+        self.say(f"ttt.train: resume with: {resume_command(self.dir)}")
+        raise Interrupted()
 
     def write_final(self, results: dict[str, MatchResult], extra: dict | None = None,
                     episodes: int | None = None) -> dict:
@@ -157,6 +576,3 @@ class Run:
         }
         (self.dir / "final_eval.json").write_text(json.dumps(out, indent=2) + "\n")
         return out
-
-    def close(self) -> None:
-        self.writer.close()

@@ -1,8 +1,12 @@
-"""Learners. Each is one module that reads top to bottom and exposes the same three names:
+"""Learners. Each is one module that reads top to bottom and exposes the same four names:
 
 * ``Config``: a dataclass, the schema of its ``configs/agent/<name>.yaml`` (registered with Hydra);
-* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``;
-  it saves the checkpoint and returns the final evaluation (``run.write_final``);
+* ``check(cfg, game)``: raises ValueError (one line naming the key) for settings or a board it
+  cannot use; ``ttt.config.check_train_config`` calls it before any work starts;
+* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``
+  (``run.resumed`` is the checkpoint to continue from; ``run.start``, ``run.tick`` after every step
+  and ``run.finish`` keep the one schedule of evaluations, checkpoints and log lines); it returns
+  the final evaluation (``run.write_final``);
 * ``player_from_checkpoint(payload) -> Player``: the trained player from a loaded checkpoint.
 
 A learner that can run on a GPU also sets ``USES_DEVICE = True`` and reads ``run.device``; the others

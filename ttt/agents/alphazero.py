@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.checkpoint import save_checkpoint
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.players.base import Player
@@ -311,9 +311,22 @@ def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[floa
 
 
 # ---------------------------------------------------------------------------- training loop
+def check(cfg, game: Game) -> None:
+    """Refuse settings this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, check_choice, check_ranges
+
+    a = cfg.agent
+    check_choice("agent.", a, "policy_target", ("played", "visits"))
+    check_ranges("agent.", a, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE, "c_puct": POSITIVE,
+                               "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
+                               "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
+                               "sample_reuse": POSITIVE, "buffer_size": AT_LEAST_ONE, "lr": POSITIVE,
+                               "weight_decay": NON_NEGATIVE})
+
+
 def train(cfg, run) -> dict:
-    """Self-play in batches of ``num_envs`` games, learning after each batch; evaluate every
-    ``eval_every`` games; checkpoint at every evaluation and at the end."""
+    """Self-play in batches of ``num_envs`` games, learning after each batch, on the schedule of
+    ``run`` (evaluations, checkpoints, log lines)."""
     from omegaconf import OmegaConf
 
     acfg = Config(**OmegaConf.to_container(cfg.agent, resolve=True))
@@ -325,9 +338,8 @@ def train(cfg, run) -> dict:
     rng = np.random.default_rng(int(cfg.seed))
     symmetries = game.symmetries if acfg.augment else None
     episode, updates = 0, 0
-    path = run.checkpoint_path()
-    if cfg.resume and path.is_file():
-        payload = load_checkpoint(path, kind="alphazero", game=game.name)
+    if run.resumed is not None:
+        payload = run.resumed
         net.load_state_dict(payload["model"])
         opt.load_state_dict(payload["optimizer"])
         buffer.load_state_dict(payload["buffer"])
@@ -335,20 +347,32 @@ def train(cfg, run) -> dict:
         torch.set_rng_state(payload["torch_rng"])
         episode, updates = int(payload["episode"]), int(payload["updates"])
 
-    def checkpoint() -> None:
-        save_checkpoint(path, {**payload_of(net, game, acfg, network), "optimizer": opt.state_dict(),
-                               "buffer": buffer.state_dict(), "rng": rng.bit_generator.state,
-                               "torch_rng": torch.get_rng_state(), "episode": episode, "updates": updates})
+    def checkpoint(done: int) -> None:
+        save_checkpoint(run.checkpoint_path(), {
+            **payload_of(net, game, acfg, network), "config": run.config_dict(), "optimizer": opt.state_dict(),
+            "buffer": buffer.state_dict(), "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+            "episode": episode, "updates": updates})
 
     def player() -> AlphaZeroPlayer:
         return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, network)
 
-    total = int(cfg.episodes)
-    eval_every = int(cfg.eval_every)
     losses: list[tuple[float, float]] = []
-    pl = vl = float("nan")
+
+    def log(done: int) -> str:
+        run.log("train/examples", buffer.size, done)
+        run.log("train/updates", updates, done)
+        if not losses:
+            return ""
+        pl, vl = np.mean(losses, axis=0)
+        run.log("train/policy_loss", pl, done)
+        run.log("train/value_loss", vl, done)
+        losses.clear()
+        return f"policy loss {pl:.3f} value loss {vl:.3f}"
+
+    total = int(cfg.episodes)
+    run.start(episode)
     while episode < total:
-        n = min(max(int(cfg.num_envs), 1), total - episode)
+        n = min(int(cfg.num_envs), total - episode)
         net.eval()
         examples = self_play(net, game, n, acfg, rng)
         buffer.add(examples)
@@ -358,23 +382,10 @@ def train(cfg, run) -> dict:
             losses.append(update(net, opt, buffer.sample(acfg.batch_size, rng, symmetries)))
         updates += steps
         net.eval()
-        previous, episode = episode, episode + n
-        rate = run.log_rate(episode)
-        if losses:
-            pl, vl = np.mean(losses, axis=0)
-            run.log("train/policy_loss", pl, episode)
-            run.log("train/value_loss", vl, episode)
-            losses.clear()
-        run.log("train/examples", buffer.size, episode)
-        run.log("train/updates", updates, episode)
-        if eval_every > 0 and episode // eval_every > previous // eval_every and episode < total:
-            run.evaluate(player(), episode)
-            checkpoint()
-        run.progress(episode, f"{rate:.2f} games/s policy loss {pl:.3f} value loss {vl:.3f}")
+        episode += n
+        run.tick(episode, player, checkpoint, log)
     net.eval()
-    results = run.evaluate(player(), episode)
-    checkpoint()
-    run.progress(episode, "done", force=True)
+    results = run.finish(player, episode, checkpoint)
     return run.write_final(results, {"updates": updates})
 
 

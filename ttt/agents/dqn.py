@@ -37,23 +37,23 @@ from __future__ import annotations
 
 import copy
 import random
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, check_ranges
 from ttt.device import array_device, module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.arrays import NUMPY, arrays_for, arrays_of
 from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
-from ttt.training import OPPONENT_PHASES, Run
+from ttt.training import OPPONENT_PHASES, Run, run_command
 
 USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
@@ -80,6 +80,7 @@ class Config:
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
+    exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
     fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
@@ -122,32 +123,61 @@ def make_optimizer(a, net: torch.nn.Module) -> torch.optim.Optimizer:
 
 
 # ---------------------------------------------------------------------------------- move selection
+@dataclass(frozen=True)
+class Rules:
+    """Exact values the rules give, used in move selection in place of the network's estimates.
+
+    ``wins``: a move that completes a line scores its reward, +1 (a tanh output only approaches 1, and
+    a position one move from a win is worth gamma, so the estimate alone ranks them too close).
+    ``losses``: a move after which the opponent can complete a line scores -1. ``forks``: a move that
+    makes two winning cells the opponent cannot both block scores ``gamma`` (a win on the next move),
+    and one after which the opponent has such a move scores ``-gamma``. All off: the network alone.
+    """
+
+    wins: bool = True
+    losses: bool = False
+    forks: bool = False
+    gamma: float = 0.9
+
+    @staticmethod
+    def of(a: Config) -> Rules:
+        return Rules(bool(a.exact_wins), bool(a.exact_losses), bool(a.exact_forks), float(a.gamma))
+
+    def needs_tactics(self) -> bool:
+        return self.losses or self.forks
+
+
+NO_RULES = Rules(wins=False)
+
+
 @torch.inference_mode()
-def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, exact_wins: bool = True,
-                      exact_losses: bool = False, tactics: MoveTactics | None = None) -> torch.Tensor:
+def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
+                      tactics: MoveTactics | None = None) -> torch.Tensor:
     """(len(rows), cells) values of every legal afterstate of the games ``rows``, -inf where illegal.
 
     A tensor where the games are: on the CPU for numpy games, else on their device.
 
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
-    With ``exact_wins`` a move that completes a line scores its reward, +1: a terminal afterstate's
-    value is the reward, not an estimate (a tanh output only approaches 1, and a position one move
-    from a win is worth gamma, so the estimate alone ranks them too close). With ``exact_losses`` a
-    move after which the opponent can complete a line at once scores -1, its value when the opponent
-    takes the win. ``tactics`` (``move_tactics`` of these rows) is computed when not given.
+    ``rules`` replace the estimates of the afterstates the rules value exactly; ``tactics``
+    (``move_tactics`` of these rows) is computed when needed and not given.
     """
     xp = games.xp
     board, to_play, legal = games.board[rows], games.to_play[rows], games.legal_mask()[rows]
+    views = board * to_play[:, None]
     device = module_device(net)
 
     def tensor(x):  # the games' arrays as tensors where the network is
         return xp.to_tensor(x).to(device)
 
-    values = net.afterstate_values(tensor(xp.astype(board * to_play[:, None], "float32")), tensor(legal))
-    if exact_losses:
+    values = net.afterstate_values(tensor(xp.astype(views, "float32")), tensor(legal))
+    if rules.needs_tactics():
         t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
-        values.masked_fill_(tensor(t.loss), -1.0)
-    if exact_wins:
+        if rules.forks:
+            exact, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells)
+            values = torch.where(tensor(known), tensor(exact), values)
+        if rules.losses:
+            values.masked_fill_(tensor(t.loss), -1.0)
+    if rules.wins:
         values.masked_fill_(tensor(completing_moves(board, to_play, legal, games.game)), 1.0)
     return values.to(games.device or "cpu")
 
@@ -206,15 +236,17 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
 
 
-def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
-                 defence: int = 0, rng: np.random.Generator | None = None) -> Targets:
-    """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own).
+def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game, defence: int = 0,
+                rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own):
+    ``(value, known)``, both (B, cells).
 
     A winning move's afterstate is worth +1, a move that lets the opponent win at once -1, and a fork
     (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move. With
-    ``defence`` > 0, up to that many other legal afterstates per board (drawn by ``rng``) are checked
-    for a fork of the opponent: one there is a loss in two of the opponent's moves, worth ``-gamma``.
-    numpy arrays or tensors on one device (``rng`` then a ``torch.Generator`` there), alike.
+    ``defence`` > 0, up to that many other legal afterstates per board (drawn by ``rng`` when fewer
+    than all) are checked for a fork of the opponent: one there is a loss in two of the opponent's
+    moves, worth ``-gamma``. numpy arrays or tensors on one device (``rng`` then a ``torch.Generator``
+    there), alike.
     """
     xp = arrays_of(views)
     value = xp.zeros(tuple(tactics.win.shape), "float32")
@@ -223,11 +255,10 @@ def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamm
     value[tactics.win] = 1.0
     known = tactics.win | tactics.loss | tactics.fork
     if defence > 0:
-        legal = playable(xp.astype(views, "int8"), game)
-        rest = legal & ~known
-        # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
-        keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
+        rest = playable(xp.astype(views, "int8"), game) & ~known
         if defence < rest.shape[1]:
+            # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
+            keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
             rest &= keys <= xp.kth_smallest(keys, defence)
         e, a = xp.nonzero(rest)
         after = xp.astype(views[e], "int8")
@@ -236,6 +267,14 @@ def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamm
         lost = move_tactics(after, them, playable(after, game), game).fork.any(1)
         value[e[lost], a[lost]] = -gamma
         known[e[lost], a[lost]] = True
+    return value, known
+
+
+def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
+                 defence: int = 0, rng: np.random.Generator | None = None) -> Targets:
+    """The afterstates of ``views`` whose values the rules know (``rule_values``), as training examples."""
+    xp = arrays_of(views)
+    value, known = rule_values(views, tactics, gamma, game, defence, rng)
     e, a = xp.nonzero(known)
     obs = xp.astype(views[e], "float32")
     obs[xp.arange(len(e)), a] = 1.0
@@ -265,6 +304,7 @@ class Trainer:
         agent_cfg = agent_cfg if isinstance(agent_cfg, Config) else Config(**OmegaConf.to_container(agent_cfg))
         check_config(agent_cfg)
         self.game, self.a, self.rng = game, agent_cfg, rng
+        self.rules = Rules.of(agent_cfg)
         self.device = device
         self.xp = xp = arrays_for(array_device(device))
         self.net = (build_value_net(network_cfg, game) if net is None else net).to(torch_device(device))
@@ -347,7 +387,7 @@ class Trainer:
         return (self.games.to_play == self.agent_seat) | (self.kind == OPPONENT_PHASES["self_play"])
 
     def _tactics(self, rows) -> MoveTactics | None:
-        if not (self.a.exact_losses or self.a.rule_labels) or not len(rows):
+        if not (self.rules.needs_tactics() or self.a.rule_labels) or not len(rows):
             return None
         g = self.games
         return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
@@ -362,7 +402,7 @@ class Trainer:
         lrn = xp.flatnonzero(self.learner_mask())
         chosen = xp.full(len(g), -1, "int64")
         tactics = self._tactics(lrn)
-        values = afterstate_values(self.net, g, lrn, a.exact_wins, a.exact_losses, tactics) if len(lrn) else None
+        values = afterstate_values(self.net, g, lrn, self.rules, tactics) if len(lrn) else None
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
@@ -419,7 +459,7 @@ class Trainer:
             pick = frozen[self.pool_index[frozen] == i]
             if len(pick):
                 # a frozen copy picks its own best move: the argmax of its afterstate values, same rules
-                values = afterstate_values(self.pool[i], g, pick, a.exact_wins, a.exact_losses, self._tactics(pick))
+                values = afterstate_values(self.pool[i], g, pick, self.rules, self._tactics(pick))
                 chosen[pick] = epsilon_greedy(values, a.frozen_epsilon, rng, self.xp)
 
     def _update(self, obs, targets) -> None:
@@ -499,92 +539,78 @@ class Trainer:
 
 
 # ------------------------------------------------------------------------------------ training loop
+def check(cfg: DictConfig, game: Game) -> None:
+    """Refuse agent settings the training cannot use, before any work (``ttt.config.check_train_config``)."""
+    a = Config(**OmegaConf.to_container(cfg.agent, resolve=True))
+    check_config(a)
+    check_ranges("agent.", a, {"lr": POSITIVE, "gamma": UNIT, "epsilon": UNIT, "epsilon_final": UNIT,
+                               "frozen_epsilon": UNIT, "epsilon_decay_episodes": NON_NEGATIVE,
+                               "switch_episode": NON_NEGATIVE, "refresh_every": NON_NEGATIVE,
+                               "final_eval_games": AT_LEAST_ONE})
+
+
 def train(cfg: DictConfig, run: Run) -> dict:
-    """Train with the curriculum, evaluating and checkpointing every ``eval_every`` episodes."""
+    """Train with the curriculum on the schedule of ``run`` (evaluations, checkpoints, log lines)."""
     a = cfg.agent
     rng = arrays_for(array_device(run.device)).generator(int(cfg.seed))
     trainer = Trainer(run.game, cfg.network, a, int(cfg.num_envs), rng, device=run.device)
+    if run.resumed is not None:
+        trainer.load_state_dict(run.resumed["trainer"])
     path = run.checkpoint_path()
-    if cfg.resume and path.is_file():
-        payload = load_checkpoint(path, kind="dqn", game=run.game.name)
-        trainer.load_state_dict(payload["trainer"])
-        print(f"resumed {path} at episode {trainer.episodes}", file=sys.stderr, flush=True)
-    total, every = int(cfg.episodes), int(cfg.eval_every)
-    log_every = max(1, every // 4) if every > 0 else max(1, total // 20)
-    next_eval = (trainer.episodes // every + 1) * every if every > 0 else total + 1
-    next_log = (trainer.episodes // log_every + 1) * log_every
-    run.log_rate(trainer.episodes)
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, bool(a.exact_wins), bool(a.exact_losses))
+        return DQNPlayer(run.game, trainer.net, network, trainer.rules)
 
-    def save() -> None:
+    def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": network, "exact_wins": bool(a.exact_wins),
-                               "exact_losses": bool(a.exact_losses),
+                               "network": network, "rules": asdict(trainer.rules),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
+    def log(ep: int) -> str:
+        run.log("train/td_loss", trainer.take_loss(), ep)
+        run.log("train/epsilon", epsilon_at(a, ep), ep)
+        run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
+        share = float((trainer.kind == OPPONENT_PHASES["benchmark"]).sum()) / len(trainer.kind)
+        run.log("train/benchmark_share", share, ep)
+        run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
+        return f"opponent {trainer.phase_label()}"
+
+    total = int(cfg.episodes)
+    run.start(trainer.episodes)
     while trainer.episodes < total:
         trainer.step()
-        ep = trainer.episodes
-        if ep >= next_log:
-            next_log = (ep // log_every + 1) * log_every
-            run.log("train/td_loss", trainer.take_loss(), ep)
-            run.log("train/epsilon", epsilon_at(a, ep), ep)
-            run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
-            share = float((trainer.kind == OPPONENT_PHASES["benchmark"]).sum()) / len(trainer.kind)
-            run.log("train/benchmark_share", share, ep)
-            run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
-            rate = run.log_rate(ep)
-            run.progress(ep, f"{rate:,.0f} episodes/s, opponent {trainer.phase_label()}")
-        if ep >= next_eval and ep < total:
-            next_eval = (ep // every + 1) * every
-            run.evaluate(player(), ep)
-            run.progress(ep, f"opponent {trainer.phase_label()}", force=True)
-            save()
-    save()
-    results = run.evaluate(player(), trainer.episodes, games=int(a.final_eval_games))
-    run.progress(trainer.episodes, "final evaluation", force=True)
-    return run.write_final(results, extra={"command": _command(), "seed": int(cfg.seed), "network": network})
-
-
-def _command() -> str:
-    """The command line that started this run, when Hydra started it."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        overrides = HydraConfig.get().overrides.task
-        return " ".join(["python -m ttt.train", *overrides])
-    except Exception:  # called as a plain function (tests)
-        return "ttt.train.train(cfg)"
+        run.tick(trainer.episodes, player, save, log)
+    results = run.finish(player, trainer.episodes, save, games=int(a.final_eval_games))
+    return run.write_final(results, extra={"command": run_command(), "seed": int(cfg.seed), "network": network})
 
 
 # -------------------------------------------------------------------------------- the trained player
 class DQNPlayer(BatchPlayer):
     """Greedy play by the afterstate values: one forward pass over every legal afterstate.
 
-    ``exact_wins`` / ``exact_losses``: the rules' exact values of winning moves (+1) and of moves that
-    let the opponent win at once (-1) replace the network's in move selection; both off, the network
-    plays alone.
+    ``rules`` (``Rules``): the exact values the rules give replace the network's in move selection;
+    ``NO_RULES``, or ``without_rules()``, lets the network play alone.
     """
 
     name = "dqn"
     batched_on_device = True
 
-    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, exact_wins: bool = True,
-                 exact_losses: bool = False) -> None:
+    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, rules: Rules = Rules()) -> None:
         super().__init__(game)
         self.net = net
         self.network = network
-        self.exact_wins = exact_wins
-        self.exact_losses = exact_losses
+        self.rules = rules
         self._learner: Trainer | None = None
+
+    def without_rules(self) -> DQNPlayer:
+        """The same network playing alone, with no rule in move selection."""
+        return DQNPlayer(self.game, self.net, self.network, NO_RULES)
 
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` as this player ranks them (its rules applied)."""
-        return afterstate_values(self.net, games, rows, self.exact_wins, self.exact_losses)
+        return afterstate_values(self.net, games, rows, self.rules)
 
     def act_batch(self, games: BatchedGames, rng=None):
         """Greedy moves of numpy games, or of games on a device (wherever the network is)."""
@@ -598,11 +624,14 @@ class DQNPlayer(BatchPlayer):
     def learn_from_game(self, states: list[State]) -> bool:
         """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
         if self._learner is None:
-            cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=self.exact_wins,
-                         exact_losses=self.exact_losses)
-            self._learner = Trainer(self.game, None, cfg, 1, np.random.default_rng(0), net=self.net)
+            r = self.rules
+            cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=r.wins, exact_losses=r.losses,
+                         exact_forks=r.forks, gamma=r.gamma)
+            device = "cpu" if module_device(self.net).type == "cpu" else "cuda"  # learn where the network is
+            self._learner = Trainer(self.game, None, cfg, 1, arrays_for(array_device(device)).generator(0),
+                                    net=self.net, device=device)
         for state in states[1:]:
-            self._learner.step(np.array([state.last_action]))
+            self._learner.step(self._learner.xp.asarray(np.array([state.last_action])))
         return True
 
     def action_values(self, state: State) -> dict[int, float]:
@@ -612,18 +641,17 @@ class DQNPlayer(BatchPlayer):
 
     def save(self, path) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": self.game.name, "network": self.network,
-                               "exact_wins": self.exact_wins, "exact_losses": self.exact_losses,
-                               "weights": self.net.state_dict()})
+                               "rules": asdict(self.rules), "weights": self.net.state_dict()})
 
 
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
-    """The greedy player of a ``dqn`` checkpoint."""
+    """The greedy player of a ``dqn`` checkpoint (one saved before ``rules`` existed used exact wins)."""
     game = make_game(payload["game"])
     net = build_value_net(OmegaConf.create(payload["network"]), game)
     net.load_state_dict(payload["weights"])
     net.eval()
-    return DQNPlayer(game, net, payload["network"], bool(payload.get("exact_wins", True)),
-                     bool(payload.get("exact_losses", False)))
+    rules = Rules(**payload["rules"]) if "rules" in payload else Rules(wins=bool(payload.get("exact_wins", True)))
+    return DQNPlayer(game, net, payload["network"], rules)
 
 
 # ------------------------------------------------------------------------------------- throughput

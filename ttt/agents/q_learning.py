@@ -47,7 +47,8 @@ from ttt.agents.tabular import (
     piece_digit,
     step_epsilon,
 )
-from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.checkpoint import save_checkpoint
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, Range, check_choice, check_ranges
 from ttt.games import FIRST, Game, State, make_game
 
 
@@ -65,7 +66,6 @@ class Config:
     storage: str = "auto"  # auto | dense | sparse
     symmetric: bool = False  # one row per symmetry class of states
     dense_limit_mb: float = 64.0  # auto: dense when the table fits in this
-    log_every: int = 1000  # episodes between train/* scalars
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -172,8 +172,19 @@ def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.
     return sq, moves
 
 
+def check(cfg, game: Game) -> None:
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    check_board(game, "q_learning")
+    a = agent_settings(cfg)
+    check_choice("agent.", a, "epsilon_schedule", ("exponential", "step"))
+    check_choice("agent.", a, "storage", ("auto", "dense", "sparse"))
+    check_ranges("agent.", a, {"alpha0": Range(0, 1, low_open=True), "adapt_rate": NON_NEGATIVE, "gamma": UNIT,
+                               "eps0": UNIT, "kappa": NON_NEGATIVE, "step_factor": Range(0, 1, low_open=True),
+                               "step_every": AT_LEAST_ONE, "dense_limit_mb": POSITIVE})
+
+
 def train(cfg, run) -> dict:
-    """Self-play Q-learning for ``cfg.episodes`` games; evaluates every ``cfg.eval_every``."""
+    """Self-play Q-learning for ``cfg.episodes`` games on the schedule of ``run``."""
     game = run.game
     a = agent_settings(cfg)
     rng = np.random.default_rng(int(cfg.seed))
@@ -181,39 +192,43 @@ def train(cfg, run) -> dict:
     store = make_store(game, a.storage, a.dense_limit_mb)
     start = 0
     path = run.checkpoint_path(".npz")
-    if cfg.resume and path.is_file():
-        payload = load_checkpoint(path, kind="q_learning", game=game.name)
+    if run.resumed is not None:
+        payload = run.resumed
         store.load_arrays(payload["keys"], payload["q"], payload["counts"])
         start = int(payload["episode"])
         rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
     player = QPlayer(game, store, a.gamma, a.alpha0, a.adapt_rate, a.symmetric)
 
+    def greedy() -> QPlayer:
+        return player
+
     def save(episode: int) -> None:
         player.meta = {"episode": episode, "config": run.config_dict()}
         player.save(path)
 
-    episodes, log_every = int(cfg.episodes), max(int(a.log_every), 1)
+    episodes = int(cfg.episodes)
     sq_sum, updates = 0.0, 0
-    t0 = time.perf_counter()
-    run.log_rate(start)
     eps = epsilon_at(a, start)
+
+    def log(done: int) -> str:
+        nonlocal sq_sum, updates
+        states = len(store)  # a dense table counts its rows: slower than an episode, so only here
+        run.log("train/epsilon", eps, done)
+        run.log("train/td_loss", sq_sum / max(updates, 1), done)
+        run.log("train/states", states, done)
+        run.log("train/table_megabytes", store.nbytes() / 2**20, done)
+        sq_sum, updates = 0.0, 0
+        return f"eps {eps:.3f} states {states}"
+
+    t0 = time.perf_counter()
+    run.start(start)
     for ep in range(start, episodes):
         eps = epsilon_at(a, ep)
         sq, moves = play_episode(game, player.keys, store, eps, a, rng)
         sq_sum, updates = sq_sum + sq, updates + moves
-        done = ep + 1
-        if done % log_every == 0 or done == episodes:
-            states = len(store)  # a dense table counts its rows: slower than an episode, so only here
-            run.log("train/epsilon", eps, done)
-            run.log("train/td_loss", sq_sum / max(updates, 1), done)
-            run.log("train/states", states, done)
-            run.log("train/table_megabytes", store.nbytes() / 2**20, done)
-            run.log_rate(done)
-            run.progress(done, f"eps {eps:.3f} states {states}")
-            sq_sum, updates = 0.0, 0
-        run.periodic(player, done, save)
+        run.tick(ep + 1, greedy, save, log)
     seconds = time.perf_counter() - t0
-    results = run.finish(player, episodes, save)
+    results = run.finish(greedy, episodes, save)
     extra = {"states": len(store), "storage": type(store).__name__, "final_epsilon": eps,
              "train_seconds": round(seconds, 2),
              "episodes_per_sec": round((episodes - start) / max(seconds, 1e-9), 1),

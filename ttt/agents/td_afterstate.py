@@ -30,7 +30,8 @@ Logged scalars (besides ``eval/``): ``train/epsilon`` (0 under Boltzmann explora
 (Boltzmann only), ``train/episodes_per_sec``, ``train/first_win_rate`` (self-play games since the last log),
 ``train/states`` (table entries, all learners), ``train/table_megabytes``, and
 ``train/opening_value/cell_<c>``: the first-seat table's value of each distinct opening move
-(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre).
+(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre; ``opening_name``
+names them). ``python -m ttt.plot DIR figure=openings`` draws them over training.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ from ttt.agents.tabular import (
     piece_digit,
     progress_epsilon,
 )
-from ttt.checkpoint import load_checkpoint, save_checkpoint
+from ttt.checkpoint import save_checkpoint
+from ttt.config import POSITIVE, UNIT, Range, check_ranges
 from ttt.games import FIRST, Game, State, make_game
 
 
@@ -73,7 +75,6 @@ class Config:
     tau_end: float = 0.05  # ... and at the end
     rewards: str = "plain"  # plain | shaped
     init_value: float = 0.0  # value of an afterstate not seen yet
-    log_every: int = 1000  # episodes between train/* scalars
 
 
 def check_settings(a: Config) -> None:
@@ -234,6 +235,19 @@ def opening_classes(game: Game, keys: BoardKeys) -> dict[int, int]:
     return out
 
 
+def opening_name(game: Game, cell: int) -> str:
+    """The kind of cell an opening move takes, by how many of its coordinates lie on the border:
+    all ``corner``, none ``centre``, one of three ``face centre``, else ``edge`` (3x3: cell 0 corner,
+    1 edge, 4 centre). On 4x4 the class of cell 0 also holds the middle cells (see ``opening_classes``)."""
+    coords = [int(x) for x in game.coords[cell]]
+    border = sum(x in (0, game.n - 1) for x in coords)
+    if border == len(coords):
+        return "corner"
+    if border == 0:
+        return "centre"
+    return "face centre" if len(coords) == 3 and border == 1 else "edge"
+
+
 def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner], a: Config, epsilon: float,
                  tau: float, rng: np.random.Generator) -> int:
     """One self-play game with learning; returns the winner."""
@@ -259,20 +273,27 @@ def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner],
     return state.winner()
 
 
-def train(cfg, run) -> dict:
-    """Self-play TD learning of afterstate values for ``cfg.episodes`` games."""
-    game = run.game
+def check(cfg, game: Game) -> None:
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
     check_board(game, "td_afterstate")
     a = agent_settings(cfg)
     check_settings(a)
+    check_ranges("agent.", a, {"lr": Range(0, 1, low_open=True), "gamma": UNIT, "exp_rate": UNIT,
+                               "tau_start": POSITIVE, "tau_end": POSITIVE})
+
+
+def train(cfg, run) -> dict:
+    """Self-play TD learning of afterstate values for ``cfg.episodes`` games on the schedule of ``run``."""
+    game = run.game
+    a = agent_settings(cfg)
     rng = np.random.default_rng(int(cfg.seed))
     rss0 = peak_rss_mb()
     keys = BoardKeys(game)
     tables: list[dict[int, float]] = [{} for _ in range(a.learners)]
     start = 0
     path = run.checkpoint_path(".npz")
-    if cfg.resume and path.is_file():
-        payload = load_checkpoint(path, kind="td_afterstate", game=game.name)
+    if run.resumed is not None:
+        payload = run.resumed
         tables = [arrays_to_dict(payload[f"keys_{i}"], payload[f"values_{i}"]) for i in range(a.learners)]
         start = int(payload["episode"])
         rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
@@ -280,38 +301,41 @@ def train(cfg, run) -> dict:
     player = TDPlayer(game, tables, a)
     openings = opening_classes(game, keys)
 
+    def greedy() -> TDPlayer:
+        return player
+
     def save(episode: int) -> None:
         player.meta = {"episode": episode, "config": run.config_dict()}
         player.save(path)
 
-    episodes, log_every = int(cfg.episodes), max(int(a.log_every), 1)
+    episodes = int(cfg.episodes)
     outcomes = np.zeros(3, dtype=np.int64)  # first-player wins, draws, second-player wins since the last log
-    t0 = time.perf_counter()
-    run.log_rate(start)
     eps = tau = 0.0
+
+    def log(done: int) -> str:
+        run.log("train/epsilon", 0.0 if a.exploration == "boltzmann" else eps, done)
+        if a.exploration == "boltzmann":
+            run.log("train/tau", tau, done)
+        for cell, key in openings.items():
+            run.log(f"train/opening_value/cell_{cell}", tables[0].get(key, a.init_value), done)
+        run.log("train/first_win_rate", outcomes[0] / max(outcomes.sum(), 1), done)
+        states = sum(len(t) for t in tables)
+        run.log("train/states", states, done)
+        outcomes[:] = 0
+        return (f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
+                f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {states}")
+
+    t0 = time.perf_counter()
+    run.start(start)
     for ep in range(start, episodes):
         progress = ep / episodes
         eps = progress_epsilon(a.exp_rate, progress)
         tau = geometric_schedule(a.tau_start, a.tau_end, progress)
         winner = play_episode(game, keys, learners, a, eps, tau, rng)
         outcomes[1 - winner] += 1
-        done = ep + 1
-        if done % log_every == 0 or done == episodes:
-            run.log("train/epsilon", 0.0 if a.exploration == "boltzmann" else eps, done)
-            if a.exploration == "boltzmann":
-                run.log("train/tau", tau, done)
-            for cell, key in openings.items():
-                run.log(f"train/opening_value/cell_{cell}", tables[0].get(key, a.init_value), done)
-            run.log("train/first_win_rate", outcomes[0] / outcomes.sum(), done)
-            states = sum(len(t) for t in tables)
-            run.log("train/states", states, done)
-            run.log_rate(done)
-            run.progress(done, f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
-                               f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {states}")
-            outcomes[:] = 0
-        run.periodic(player, done, save)
+        run.tick(ep + 1, greedy, save, log)
     seconds = time.perf_counter() - t0
-    results = run.finish(player, episodes, save)
+    results = run.finish(greedy, episodes, save)
     table_mb = sum(dict_nbytes(t) for t in tables) / 2**20
     run.log("train/table_megabytes", table_mb, episodes)
     extra = {"states": [len(t) for t in tables],

@@ -30,6 +30,7 @@ import numpy as np
 
 from ttt.agents.tabular import TablePlayer, check_board, peak_rss_mb, piece_digit
 from ttt.checkpoint import save_checkpoint
+from ttt.config import NON_NEGATIVE, UNIT, check_ranges
 from ttt.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
 from ttt.players import Player
@@ -156,27 +157,20 @@ def worst_result(player: Player, solver: Player, seat: int, opponent: str = "opt
 
     Searches every game in which ``player`` plays any of its greedy moves (all ties) and the
     opponent plays any move the ``solver`` rates best (``opponent="optimal"``: every line a
-    randomised perfect player can take) or any legal move (``"any"``). -1 means some such game is lost.
+    randomised perfect player can take) or any legal move (``"any"``: the best response of
+    ``ttt.exploitability``). -1 means some such game is lost.
     """
-    memo: dict[tuple[int, ...], int] = {}
+    from ttt.exploitability import best_response
 
-    def best_moves(p: Player, state: State) -> list[int]:
-        values = p.action_values(state)
+    if opponent not in ("optimal", "any"):
+        raise ValueError(f"opponent must be 'optimal' or 'any', got {opponent!r}")
+
+    def best_moves(state: State) -> list[int]:
+        values = solver.action_values(state)
         top = max(values.values())
         return [a for a, v in values.items() if v == top]
 
-    def search(state: State) -> int:
-        if state.is_terminal():
-            return state.winner() * seat
-        if state.board not in memo:
-            if state.to_play() == seat:
-                moves = best_moves(player, state)
-            else:
-                moves = best_moves(solver, state) if opponent == "optimal" else state.legal_actions()
-            memo[state.board] = min(search(state.apply(m)) for m in moves)
-        return memo[state.board]
-
-    return search(solver.game.initial_state())
+    return best_response(player, seat, ties="all", opponent_moves=best_moves if opponent == "optimal" else None).result
 
 
 def solve(game: Game, in_place: bool = False, on_sweep=None) -> tuple[list[Level], int]:
@@ -202,10 +196,18 @@ def table_arrays(levels: list[Level]) -> tuple[np.ndarray, np.ndarray]:
     return hashes[order], values[order]
 
 
-def train(cfg, run) -> dict:
-    """Solve ``cfg.game`` by value iteration, evaluate, play the policy against itself, save."""
-    game = run.game
+def check(cfg, game: Game) -> None:
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
     check_board(game, "value_iteration")
+    check_ranges("agent.", cfg.agent, {"selfplay_games": NON_NEGATIVE, "selfplay_epsilon": UNIT})
+
+
+def train(cfg, run) -> dict:
+    """Solve ``cfg.game`` by value iteration, evaluate, play the policy against itself, save.
+
+    It plays no training games: the schedule's checkpoints do not apply, and a stop during the
+    solve saves nothing (solving again from the start takes as long)."""
+    game = run.game
     a = cfg.agent
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
@@ -216,9 +218,10 @@ def train(cfg, run) -> dict:
         run.log("train/changed_positions", changed, sweeps)
         run.log("train/positions_per_sec", positions / max(dt, 1e-9), sweeps)
         run.log("train/start_value", int(levels[0].values[0]), sweeps)
-        if run.cfg.progress:
-            print(f"sweep {sweeps}: {changed} of {positions} values changed ({dt:.2f} s)", flush=True)
+        run.say(f"sweep {sweeps}: {changed} of {positions} values changed ({dt:.2f} s)", console=bool(cfg.progress))
+        run.check_stop()
 
+    run.start(0)
     levels, sweeps = solve(game, bool(a.in_place), on_sweep)
     seconds = time.perf_counter() - t0
     positions = sum(len(lv.hashes) for lv in levels)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ttt.games import Game
+from ttt.interop import openspiel_mcts
 from ttt.players.base import BatchPlayer, Player
 from ttt.players.fixed import BenchmarkPlayer, RandomPlayer
 
@@ -12,6 +13,7 @@ from ttt.players.fixed import BenchmarkPlayer, RandomPlayer
 PLAYERS: dict[str, Callable[..., Player]] = {
     "random": RandomPlayer,
     "benchmark": BenchmarkPlayer,
+    "openspiel_mcts": openspiel_mcts,  # imports OpenSpiel when made (the openspiel extra)
 }
 
 

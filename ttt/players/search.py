@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttt.games import Game, State
+from ttt.games.solved import SOLVABLE_CELLS, decode, solved_table
 from ttt.players import PLAYERS
 from ttt.players.base import Player
 
@@ -272,68 +273,28 @@ class AlphaBetaPlayer(Player):
 
 
 # ---------------------------------------------------------------------------- perfect play
-PERFECT_BOARDS = ("3x3", "3x3x3")
-_SOLVED: dict[str, dict[int | bytes, int]] = {}  # board -> canonical key -> exact value (mover's view)
+PERFECT_BOARDS = ("3x3", "4x4", "3x3x3")
 # exact full-depth searches share one transposition table per board: its entries hold for any window
 _EXACT_TABLES: dict[str, dict] = {}
 _EXACT_TABLE_LIMIT = 2_000_000  # entries; the table is emptied beyond this to bound memory
 
 
-def _child_value(v: int) -> int:
-    """The value for the player who moved into a position whose mover's value is ``v`` (one ply more)."""
-    if v > 0:
-        return -v + 1
-    if v < 0:
-        return -v - 1
-    return 0
-
-
-def solve(game: Game) -> dict[int | bytes, int]:
-    """Exact value of every reachable non-terminal position, keyed by ``game.canonical_key``.
-
-    A value is from the view of the player to move: ``WIN - d`` for a forced win in ``d`` plies,
-    ``-(WIN - d)`` for a forced loss, 0 for a draw. Full minimax (no pruning) so every value is
-    exact; memoised over symmetry classes. Cached per board.
-    """
-    if game.name in _SOLVED:
-        return _SOLVED[game.name]
-    if game.name != "3x3":
-        raise ValueError(f"a full table is only built for 3x3, not {game.name}")
-    pos = _Position(game, game.initial_state())
-    table: dict[int | bytes, int] = {}
-    raw: dict[int, int] = {}  # board hash -> value, so each board's canonical key is computed once
-
-    def value(p: int) -> int:
-        if pos.hash in raw:
-            return raw[pos.hash]
-        key = game.canonical_key(np.array(pos.board, dtype=np.int8))
-        if key not in table:
-            best = -INF
-            for m in pos.legal():
-                if pos.place(m, p):
-                    v = WIN - 1
-                elif pos.num_moves == pos.num_cells:
-                    v = 0
-                else:
-                    v = _child_value(value(-p))
-                pos.remove(m, p)
-                best = max(best, v)
-            table[key] = best
-        raw[pos.hash] = table[key]
-        return table[key]
-
-    value(1)
-    _SOLVED[game.name] = table
-    return table
+def table_score(value: int, mover: int, num_moves: int, cells: int) -> int:
+    """A solved table's value (``ttt.games.solved``: first player's view) as a search score for
+    ``mover`` in a position after ``num_moves`` moves: ``WIN - d`` a win in d plies, 0 a draw."""
+    winner, end_ply = decode(value, cells)
+    if winner == 0:
+        return 0
+    return (WIN - (end_ply - num_moves)) * winner * mover
 
 
 class PerfectPlayer(Player):
     """A game-theoretically best move; among wins the fastest, among losses the slowest.
 
-    3x3 plays from a full solved table (``solve``). 3x3x3 (a first-player win, short games) runs an
-    exact full-depth alpha-beta search per move that shares one transposition table per board.
-    Ties are broken at random. Other boards raise ValueError: 4x4 (a draw, so no early cut-offs)
-    and Qubic are beyond a minute of pure-Python search.
+    3x3 and 4x4 read the exact table of every position (``ttt.games.solved``: retrograde analysis up
+    to symmetry, under a second for 4x4, cached on disk). 3x3x3 (a first-player win, short games)
+    runs an exact full-depth alpha-beta search per move that shares one transposition table per
+    board. Ties are broken at random. Qubic and Score Four raise ValueError: beyond exact search.
     """
 
     name = "perfect"
@@ -341,9 +302,9 @@ class PerfectPlayer(Player):
     def __init__(self, game: Game) -> None:
         super().__init__(game)
         if game.name not in PERFECT_BOARDS:
-            raise ValueError(f"perfect play is available on {' and '.join(PERFECT_BOARDS)} only, not {game.name} "
+            raise ValueError(f"perfect play is available on {', '.join(PERFECT_BOARDS)} only, not {game.name} "
                              f"(solving it does not fit a minute of pure Python); use the alphabeta player")
-        self.table = solve(game) if game.name == "3x3" else None
+        self.table = solved_table(game) if game.num_cells <= SOLVABLE_CELLS else None
 
     def move_scores(self, state: State, all_exact: bool = True) -> dict[int, int]:
         """Exact score of each legal move: ``WIN - d`` a win in d plies, ``-(WIN - d)`` a loss, 0 a draw.
@@ -358,16 +319,8 @@ class PerfectPlayer(Player):
                 table.clear()
             searcher = _Searcher(_Position(self.game, state), table)
             return searcher.root(state.to_play(), self.game.num_cells - state.num_moves, all_exact)
-        scores = {}
-        for m in state.legal_actions():
-            child = state.apply(m)
-            if child.winner():
-                scores[m] = WIN - 1
-            elif child.is_terminal():
-                scores[m] = 0
-            else:
-                scores[m] = _child_value(self.table[self.game.canonical_key(child.array())])
-        return scores
+        mover, cells = state.to_play(), self.game.num_cells
+        return {m: table_score(v, mover, state.num_moves, cells) for m, v in self.table.move_values(state).items()}
 
     def act(self, state: State, rng: np.random.Generator) -> int:
         return _choose(self.move_scores(state, all_exact=False), rng)

@@ -1,0 +1,161 @@
+"""ttt.curves (runs, seeds, 95% bands) and the figures of ttt.plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+from ttt.agents.td_afterstate import opening_name
+from ttt.curves import Curve, find_runs, group_runs, mean_band, short_labels, t975
+from ttt.games import make_game
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def fake_run(root: Path, name: str, scalars: dict[str, list[tuple[int, float]]], overrides: list[str] | None = None,
+             config: str | None = None) -> Path:
+    """A run folder as ttt.train leaves it: tb/ scalars, optionally .hydra/overrides.yaml and a config text."""
+    run = root / name
+    if overrides is not None:
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    with SummaryWriter(str(run / "tb")) as w:
+        if config is not None:
+            w.add_text("config", "```\n" + config + "\n```", 0)
+        for tag, points in scalars.items():
+            for step, value in points:
+                w.add_scalar(tag, value, step)
+    return run
+
+
+def test_t975_matches_students_t():
+    assert t975(1) == pytest.approx(12.706, abs=1e-3)
+    assert t975(2) == pytest.approx(4.303, abs=1e-3)
+    assert t975(30) == pytest.approx(2.042, abs=1e-3)
+    # beyond the table: the expansion, against published quantiles
+    assert t975(40) == pytest.approx(2.021, abs=1e-3)
+    assert t975(120) == pytest.approx(1.980, abs=1e-3)
+    assert t975(10**6) == pytest.approx(1.960, abs=1e-3)
+    with pytest.raises(ValueError):
+        t975(0)
+
+
+def test_mean_band_aligns_points_and_gives_the_t_interval():
+    a = Curve(np.array([10, 20, 30]), np.array([1.0, 2.0, 3.0]))
+    b = Curve(np.array([12, 22]), np.array([3.0, 4.0]))  # a shorter run: drops out at its end
+    band = mean_band([a, b])
+    assert band.steps.tolist() == [11, 21, 30]
+    assert band.mean.tolist() == [2.0, 3.0, 3.0]
+    assert band.n.tolist() == [2, 2, 1]
+    # two values 1 and 3: sd sqrt(2), half-width t(1) * sqrt(2) / sqrt(2) = 12.706
+    assert band.sd[0] == pytest.approx(math.sqrt(2))
+    assert band.high[0] - band.mean[0] == pytest.approx(12.706, abs=1e-3)
+    assert band.low[1] == pytest.approx(3.0 - 12.706, abs=1e-3)
+    assert math.isnan(band.low[2]) and math.isnan(band.sd[2])  # one run: no interval
+
+
+def test_groups_by_overrides_without_seed(tmp_path):
+    score = "eval/benchmark/score"
+    fake_run(tmp_path, "0", {score: [(1, 0.1)]}, ["+experiment=x", "network=a", "seed=0", "progress=false"])
+    fake_run(tmp_path, "1", {score: [(1, 0.2)]}, ["+experiment=x", "network=a", "seed=1"])
+    fake_run(tmp_path, "2", {score: [(1, 0.3)]}, ["+experiment=x", "network=b", "seed=0", "threads=2"])
+    groups = group_runs(find_runs(tmp_path))
+    assert {k: len(v) for k, v in groups.items()} == {"+experiment=x,network=a": 2, "+experiment=x,network=b": 1}
+    assert short_labels(list(groups)) == ("+experiment=x", ["network=a", "network=b"])
+    assert short_labels(["network=a"]) == ("network=a", ["all runs"])
+
+
+def test_groups_by_the_logged_config_without_hydra_record(tmp_path):
+    # runs started by train(cfg): no .hydra/, the resolved config is in the tb text
+    for i, (hidden, seed) in enumerate([(32, 0), (32, 1), (64, 0)]):
+        fake_run(tmp_path, str(i), {"eval/random/score": [(5, 0.5)]},
+                 config=f"game:\n  name: 3x3\nnetwork:\n  hidden: {hidden}\nseed: {seed}\nrun_dir: /x/{i}\n")
+    runs = find_runs(tmp_path)
+    assert sorted(r.seed for r in runs) == [0, 0, 1] and {r.game for r in runs} == {"3x3"}
+    groups = group_runs(runs)
+    # game.name is shared and left out; seed and run_dir do not split the seeds of a setting
+    assert {k: len(v) for k, v in groups.items()} == {"network.hidden=32": 2, "network.hidden=64": 1}
+
+
+def test_a_resumed_run_keeps_the_later_value_of_a_repeated_step(tmp_path):
+    run = fake_run(tmp_path, "r", {"eval/benchmark/score": [(100, 0.1), (200, 0.2)]}, ["seed=0"])
+    with SummaryWriter(str(run / "tb")) as w:  # the continuation after a resume, in a second event file
+        w.add_scalar("eval/benchmark/score", 0.25, 200)
+        w.add_scalar("eval/benchmark/score", 0.3, 300)
+    (curve,) = [r.curves["eval/benchmark/score"] for r in find_runs(tmp_path)]
+    assert curve.steps.tolist() == [100, 200, 300]
+    assert curve.values.tolist() == pytest.approx([0.1, 0.25, 0.3])
+
+
+def test_opening_names_by_position():
+    g3, g333 = make_game("3x3"), make_game("3x3x3")
+    assert [opening_name(g3, c) for c in (0, 1, 4)] == ["corner", "edge", "centre"]
+    assert [opening_name(g333, c) for c in (0, 1, 4, 13)] == ["corner", "edge", "face centre", "centre"]
+
+
+# ------------------------------------------------------------------------------------------ ttt.plot
+def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
+    from ttt.plot import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0 and "figure=openings" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path)])
+    assert str(e.value.code) == f"ttt.plot: no runs under {tmp_path} (a run is a folder with a tb/ TensorBoard log)"
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path / "nowhere")])
+    assert str(e.value.code) == f"ttt.plot: {tmp_path / 'nowhere'}: no such folder"
+    fake_run(tmp_path, "0", {"eval/random/score": [(1, 0.5)]}, ["seed=0"])
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path), "tags=[eval/benchmark/score]"])
+    assert "no run logs 'eval/benchmark/score'" in str(e.value.code) and "eval/random/score" in str(e.value.code)
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path), "figure=pie"])
+    assert "figure must be one of" in str(e.value.code)
+
+
+def test_plot_draws_curves_and_outcomes(tmp_path):
+    pytest.importorskip("matplotlib")
+    from ttt.plot import main, parse_list
+
+    assert parse_list("[eval/a/score, 'eval/b/score']") == ["eval/a/score", "eval/b/score"]
+    assert parse_list("eval/a/score") == ["eval/a/score"]
+    for seed in (0, 1):
+        for net in ("a", "b"):
+            fake_run(tmp_path, f"{net}{seed}", {
+                f"eval/benchmark/{k}": [(s, v + 0.01 * seed) for s, v in ((500, 0.2), (1000, 0.4))]
+                for k in ("score", "win_rate", "draw_rate", "loss_rate")}, [f"network={net}", f"seed={seed}"])
+    main([str(tmp_path), "tags=[eval/benchmark/score,eval/benchmark/win_rate]", f"output={tmp_path / 'c.png'}"])
+    main([str(tmp_path), "figure=outcomes", "opponent=benchmark"])
+    for png in (tmp_path / "c.png", tmp_path / "outcomes.png"):
+        assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
+
+
+def test_td_afterstate_logs_the_opening_values_ttt_plot_draws(compose_train, tmp_path):
+    from ttt.train import train
+
+    cfg = compose_train(["+experiment=td_33_boltzmann", "episodes=200", "eval_every=0", "eval_games=2",
+                         "agent.log_every=50"])
+    train(cfg)
+    (run,) = find_runs(tmp_path)
+    assert run.game == "3x3"
+    for cell in (0, 1, 4):
+        assert run.curves[f"train/opening_value/cell_{cell}"].steps.tolist() == [50, 100, 150, 200]
+    assert run.curves["eval/random/win_rate"].steps.tolist() == [200]
+    pytest.importorskip("matplotlib")
+    from ttt.plot import plot
+
+    out = plot(tmp_path, figure="openings")
+    assert out == tmp_path / "openings.png" and out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_long_settings_wrap_at_commas():
+    from ttt.plot import wrap_items
+
+    assert wrap_items("a=1,bb=2,c=3", 8) == "a=1,bb=2\nc=3"
+    assert wrap_items("a_very_long_item=1", 5) == "a_very_long_item=1"  # an item is never cut

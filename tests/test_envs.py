@@ -1,0 +1,135 @@
+"""PettingZoo and Gymnasium environments: the libraries' own API checks on every board, action
+masks, rewards, illegal moves, seeding and text rendering."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+pytest.importorskip("gymnasium")
+
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+from pettingzoo.test import api_test  # noqa: E402
+
+from ttt import envs  # noqa: E402
+from ttt.games import BOARDS, make_game  # noqa: E402
+from ttt.players import make_player  # noqa: E402
+
+
+# ------------------------------------------------------------------ PettingZoo
+@pytest.mark.parametrize("board", list(BOARDS))
+def test_aec_env_passes_pettingzoo_api_test(board, capsys):
+    with warnings.catch_warnings():
+        # PettingZoo's advice for image-like observations: dict observations (as its own classic
+        # games), an empty board at the start, 4 dimensions on the 3D boards
+        warnings.simplefilter("ignore")
+        api_test(envs.aec_env(board), num_cycles=200)
+    assert "Passed API test" in capsys.readouterr().out
+
+
+def play(env, moves: list[int]) -> None:
+    for m in moves:
+        env.step(m)
+
+
+def test_aec_observations_masks_and_rewards_on_score_four():
+    env = envs.aec_env("4x4x4_gravity")
+    env.reset(seed=0)
+    obs, reward, term, trunc, info = env.last()
+    assert env.agent_selection == "player_1"
+    assert obs["observation"].shape == (4, 4, 4, 2) and obs["action_mask"].tolist() == [1] * 16 + [0] * 48
+    play(env, [5])
+    obs = env.observe("player_2")
+    assert obs["observation"][0, 1, 1].tolist() == [0, 1]  # cell 5 is layer 0, row 1, col 1: the opponent's
+    assert obs["action_mask"][21] == 1 and obs["action_mask"][5] == 0 and obs["action_mask"][20] == 0
+    assert env.observe("player_1")["action_mask"].sum() == 0  # not its turn
+    assert env.observe("player_1")["observation"][0, 1, 1].tolist() == [1, 0]
+    # O plays 0; X builds the column 5, 21, 37, 53 while O stacks on 0
+    play(env, [0, 21, 16, 37, 32, 53])
+    assert all(env.terminations.values())
+    assert env.rewards == {"player_1": 1, "player_2": -1}
+    obs, reward, term, *_ = env.last()
+    assert term and reward == -1  # player_2 is selected and sees its loss
+
+
+def test_aec_illegal_move_ends_the_game_against_its_maker():
+    env = envs.aec_env("4x4x4_gravity")
+    env.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the wrapper warns about the illegal move
+        env.step(20)  # floating: nothing below it
+    assert all(env.terminations.values())
+    assert env.rewards == {"player_1": -1, "player_2": 0}
+
+
+def test_aec_draw_and_text_render(capsys):
+    env = envs.aec_env("3x3", render_mode="ansi")
+    env.reset()
+    play(env, [0, 1, 2, 4, 3, 5, 7, 6, 8])  # X O X / X O O / O X X: no line
+    assert all(env.terminations.values()) and env.rewards == {"player_1": 0, "player_2": 0}
+    assert env.render() == make_game("3x3").state_from_board([1, -1, 1, 1, -1, -1, -1, 1, 1]).render()
+    human = envs.aec_env("3x3", render_mode="human")
+    human.reset()
+    human.step(4)
+    assert " X " in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ Gymnasium
+@pytest.mark.parametrize("board, opponent", [("4x4x4", "random"), ("3x3", "perfect"), ("4x4x4_gravity", "benchmark"),
+                                             ("3x3x3", "alphabeta:1"), ("4x4", "random")])
+def test_gym_env_passes_check_env(board, opponent):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no spec, alternative render modes not tested"
+        check_env(envs.gym_env(board, opponent=opponent))
+
+
+def test_gym_env_second_seat_starts_after_the_opponent_and_repeats_with_a_seed():
+    env = envs.gym_env("3x3", opponent="random", seat="second")
+    obs, info = env.reset(seed=3)
+    assert info["seat"] == "second" and (obs == -1).sum() == 1 and (obs == 1).sum() == 0
+    assert info["action_mask"].sum() == 8 and info["action_mask"][obs == -1].sum() == 0
+    assert env.action_space.sample(mask=info["action_mask"]) in np.flatnonzero(obs == 0)
+    again, _ = env.reset(seed=3)
+    assert np.array_equal(obs, again)
+    seats = {envs.gym_env("3x3", seat="random").reset(seed=s)[1]["seat"] for s in range(10)}
+    assert seats == {"first", "second"}
+
+
+def test_gym_env_reward_is_the_result_at_the_end():
+    env = envs.gym_env("3x3", opponent="perfect", seat="first")
+    results = []
+    for seed in range(20):
+        env.reset(seed=seed)
+        rewards, done = [], False
+        rng = np.random.default_rng(seed)
+        while not done:  # random moves from the mask
+            _, r, done, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            rewards.append(r)
+            assert not trunc
+        assert all(r == 0 for r in rewards[:-1]) and rewards[-1] == env.state.winner() * env.piece
+        results.append(rewards[-1])
+    assert set(results) <= {-1.0, 0.0} and -1.0 in results  # random moves never beat the perfect player
+
+
+def test_gym_env_illegal_move_ends_the_episode_with_minus_one():
+    env = envs.gym_env("3x3", opponent="random")
+    env.reset(seed=0)
+    env.step(4)
+    occupied = int(np.flatnonzero(~env.action_masks())[0])
+    _, reward, done, _, info = env.step(occupied)
+    assert reward == -1.0 and done and info["illegal_move"]
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
+
+
+def test_gym_env_takes_a_player_and_refuses_another_boards():
+    env = envs.gym_env("4x4", opponent=make_player("alphabeta", make_game("4x4"), depth=1))
+    assert env.reset(seed=0)[0].shape == (16,)
+    with pytest.raises(ValueError, match="plays 3x3, not 4x4"):
+        envs.TTTGymEnv(make_game("4x4"), make_player("random", make_game("3x3")))
+    with pytest.raises(ValueError, match="unknown player"):
+        envs.gym_env("3x3", opponent="gandalf")
+    assert envs.gym_env("3x3", render_mode="ansi").render().startswith("   0 1 2")

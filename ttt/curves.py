@@ -1,0 +1,193 @@
+"""Training curves of finished runs, for tables and figures: find the runs under a folder, read their
+TensorBoard scalars with TensorBoard's own reader, group the seeds of one setting, and average.
+
+A run is a folder with a ``tb/`` TensorBoard log (what ``ttt.train`` writes). Its *setting* is what
+tells it apart from runs of other settings:
+
+* Hydra's record of the command line (``.hydra/overrides.yaml``: every ``python -m ttt.train`` run,
+  single or multirun), without the keys that do not change what is learned (``seed``, ``progress``,
+  ``threads``, ``resume``, ``run_dir``);
+* else the resolved config the run logged as TensorBoard text under ``config`` (a run started by
+  calling ``ttt.train.train(cfg)``), flattened to ``key=value`` items without those keys; items that
+  every such run shares are left out of its label.
+
+Runs with the same setting are the seeds of one group. Their curves are aligned point by point
+(the k-th logged value of each run; the runs of one setting log on the same schedule, while the exact
+step of a point can differ by a few games when games run side by side), and each point gets the mean
+over the runs, their standard deviation and a 95% confidence interval of the mean (Student's t with
+n - 1 degrees of freedom; none for a single run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+#: override keys that do not change what a run learns; runs that differ only in these are seeds of one setting
+NOT_SETTING = ("seed", "progress", "threads", "resume", "run_dir")
+
+# two-sided 95% quantiles of Student's t, t_{0.975}(df) for df = 1..30
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    """Student's t quantile t_{0.975}(df): the 95% interval of a mean of df + 1 values is mean +- t * sd / sqrt(n).
+
+    A table up to 30 degrees of freedom, then the Cornish-Fisher expansion around the normal quantile
+    (error below 1e-4 from df = 31 on).
+    """
+    if df < 1:
+        raise ValueError(f"t975: degrees of freedom must be >= 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
+
+
+@dataclass
+class Curve:
+    """One scalar tag of one run: steps (training games) and values, in step order."""
+
+    steps: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@dataclass
+class RunLog:
+    """One run folder: its setting (the label of its group), seed, board and scalar curves."""
+
+    dir: Path
+    setting: tuple[str, ...]
+    from_overrides: bool  # setting read from Hydra's overrides.yaml (else from the logged config)
+    seed: int | None = None
+    game: str | None = None
+    curves: dict[str, Curve] = field(default_factory=dict)
+
+    def tags(self) -> list[str]:
+        return sorted(self.curves)
+
+
+def _flatten(node, prefix: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [item for k, v in node.items() for item in _flatten(v, f"{prefix}{k}.")]
+    return [f"{prefix[:-1]}={node}"]
+
+
+def _key(item: str) -> str:
+    return item.split("=", 1)[0].lstrip("+~")
+
+
+def _logged_config(acc) -> dict:
+    """The resolved config a run logged as TensorBoard text under ``config`` ({} if none)."""
+    tag = next((t for t in acc.Tags().get("tensors", []) if t.startswith("config")), None)
+    if tag is None:
+        return {}
+    events = acc.Tensors(tag)
+    text = events[-1].tensor_proto.string_val[0].decode()
+    try:
+        config = yaml.safe_load(text.strip().strip("`"))
+    except yaml.YAMLError:
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def read_run(tb_dir: Path) -> RunLog:
+    """Read one run: every scalar curve of ``tb_dir`` and the run's setting, seed and board."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    curves = {}
+    for tag in acc.Tags().get("scalars", []):
+        by_step = {}
+        for e in sorted(acc.Scalars(tag), key=lambda e: e.wall_time):
+            by_step[e.step] = e.value  # a resumed run logs some steps twice: the later value counts
+        steps = np.array(sorted(by_step), dtype=np.int64)
+        curves[tag] = Curve(steps, np.array([by_step[s] for s in steps.tolist()], dtype=np.float64))
+    config = _logged_config(acc)
+    run_dir = tb_dir.parent
+    overrides = run_dir / ".hydra" / "overrides.yaml"
+    if overrides.is_file():
+        items = [str(x) for x in (yaml.safe_load(overrides.read_text()) or [])]
+        from_overrides = True
+    else:
+        items, from_overrides = _flatten(config), False
+    setting = tuple(x for x in items if _key(x) not in NOT_SETTING)
+    seed = config.get("seed")
+    game = (config.get("game") or {}).get("name") if isinstance(config.get("game"), dict) else None
+    return RunLog(run_dir, setting, from_overrides, None if seed is None else int(seed), game, curves)
+
+
+def find_runs(root: str | Path) -> list[RunLog]:
+    """Every run under ``root`` (folders holding a ``tb/`` log, ``root`` itself included), by path."""
+    root = Path(root)
+    tbs = sorted({p for p in [root / "tb", *root.rglob("tb")] if p.is_dir()})
+    return [read_run(tb) for tb in tbs]
+
+
+def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:
+    """The runs by setting: {label: runs}, labels sorted. A label is the setting's items joined by
+    commas; for settings read from logged configs, the items all such runs share are left out."""
+    runs = list(runs)
+    logged = [r for r in runs if not r.from_overrides]
+    shared = set.intersection(*(set(r.setting) for r in logged)) if logged else set()
+    groups: dict[str, list[RunLog]] = {}
+    for r in runs:
+        items = r.setting if r.from_overrides else tuple(x for x in r.setting if x not in shared)
+        groups.setdefault(",".join(items) or "(defaults)", []).append(r)
+    return dict(sorted(groups.items()))
+
+
+def short_labels(labels: Sequence[str]) -> tuple[str, list[str]]:
+    """(what every label shares, each label without it): legends name only what differs
+    (a single label is all shared: ``(label, ["all runs"])``)."""
+    if len(labels) == 1:
+        return labels[0], ["all runs"]
+    items = [label.split(",") for label in labels]
+    common = [x for x in items[0] if all(x in other for other in items[1:])] if len(items) > 1 else []
+    return ",".join(common), [",".join(x for x in its if x not in common) or label for its, label in
+                              zip(items, labels, strict=True)]
+
+
+@dataclass
+class Band:
+    """Mean over runs of a group at each point, with the 95% interval of the mean (nan where n < 2)."""
+
+    steps: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n: np.ndarray
+
+
+def mean_band(curves: Sequence[Curve]) -> Band:
+    """Align ``curves`` point by point (the k-th value of each; shorter runs drop out at their end) and
+    return the mean, sd and 95% confidence interval of the mean at each point; the step of a point is
+    the mean of the runs' steps there."""
+    if not curves:
+        raise ValueError("mean_band: no curves")
+    length = max(len(c) for c in curves)
+    values = np.full((len(curves), length), np.nan)
+    steps = np.full((len(curves), length), np.nan)
+    for i, c in enumerate(curves):
+        values[i, : len(c)], steps[i, : len(c)] = c.values, c.steps
+    n = (~np.isnan(values)).sum(axis=0)
+    mean = np.nanmean(values, axis=0)
+    sd = np.full(length, np.nan)
+    half = np.full(length, np.nan)
+    for k in np.flatnonzero(n >= 2):
+        col = values[~np.isnan(values[:, k]), k]
+        sd[k] = col.std(ddof=1)
+        half[k] = t975(int(n[k]) - 1) * sd[k] / math.sqrt(n[k])
+    return Band(np.nanmean(steps, axis=0), mean, sd, mean - half, mean + half, n)

@@ -1,0 +1,247 @@
+"""Figures of training runs: ``python -m ttt.plot DIR [tags=[eval/benchmark/score]] [output=FIG.png]``.
+
+Reads every run under ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
+sweep folder) with TensorBoard's own reader, groups the runs by their settings (Hydra overrides
+without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
+setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
+bands of rates and scores are clipped to [0, 1]). Legends name what differs between settings; the
+title holds what they share.
+
+Arguments (``key=value`` after ``DIR``):
+
+``figure=curves``    (default) one panel per tag of ``tags``, one line per setting
+``figure=openings``  the values of the opening moves (``train/opening_value/cell_<c>``, logged by
+                     ``td_afterstate``; 3x3: centre, corner, edge), one panel per setting
+``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
+                     per setting and opponent
+``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
+``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
+``output=FIG.png``   where to write the figure (default ``DIR/<figure>.png``)
+
+Needs matplotlib (``pip install -e '.[plot]'``); draws with the Agg backend, no display needed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ttt.curves import Band, RunLog, find_runs, group_runs, mean_band, short_labels
+
+FIGURES = ("curves", "openings", "outcomes")
+DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": ""}
+OPENING_TAG = re.compile(r"^train/opening_value/cell_(\d+)$")
+OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
+
+
+class PlotError(Exception):
+    """A one-line reason why no figure can be drawn."""
+
+
+def parse_list(value: str) -> list[str]:
+    """``[a,b]``, ``a,b`` or ``a`` -> ``["a", "b"]`` (quotes and spaces stripped)."""
+    return [x.strip().strip("'\"") for x in value.strip().strip("[]").split(",") if x.strip().strip("'\"")]
+
+
+def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
+    """``DIR key=value ...`` -> (DIR, options); unknown keys and bad values raise ``PlotError``."""
+    root, opts = Path(argv[0]), dict(DEFAULTS)
+    for arg in argv[1:]:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in opts:
+            raise PlotError(f"unknown argument {arg!r}; use {' '.join(f'{k}=...' for k in DEFAULTS)}")
+        opts[key] = value
+    if opts["figure"] not in FIGURES:
+        raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {opts['figure']!r}")
+    return root, opts
+
+
+def load_groups(root: Path) -> dict[str, list[RunLog]]:
+    """The runs under ``root`` by setting; ``PlotError`` if there are none."""
+    if not root.is_dir():
+        raise PlotError(f"{root}: no such folder")
+    runs = find_runs(root)
+    if not runs:
+        raise PlotError(f"no runs under {root} (a run is a folder with a tb/ TensorBoard log)")
+    return group_runs(runs)
+
+
+def _all_tags(groups: dict[str, list[RunLog]]) -> set[str]:
+    return {t for runs in groups.values() for r in runs for t in r.curves}
+
+
+def _band(runs: list[RunLog], tag: str) -> Band | None:
+    curves = [r.curves[tag] for r in runs if len(r.curves.get(tag, ()))]
+    return mean_band(curves) if curves else None
+
+
+def _draw_band(ax, band: Band, label: str, color=None, bounds: tuple[float, float] | None = None) -> None:
+    """The mean as a line (with markers when there are few points), the 95% band shaded; ``bounds``
+    clips the band to the range the quantity can take (rates and scores: [0, 1])."""
+    n = int(band.n.max())
+    marker = "o" if len(band.steps) <= 30 else None
+    (line,) = ax.plot(band.steps, band.mean, label=f"{label} (n={n})", color=color, lw=1.5, marker=marker, ms=3)
+    if n >= 2:
+        low, high = band.low, band.high
+        if bounds is not None:
+            low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+        ax.fill_between(band.steps, low, high, color=line.get_color(), alpha=0.15, lw=0)
+
+
+def bounds_of(tag: str) -> tuple[float, float] | None:
+    """The range a tag's values can take: [0, 1] for ``eval/`` rates and scores, else unbounded."""
+    return (0.0, 1.0) if tag.startswith("eval/") and tag.endswith(("score", "_rate")) else None
+
+
+def _figure(panels: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(panels, 3)
+    rows = -(-panels // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.ravel()[panels:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()[:panels]
+
+
+def wrap_items(text: str, width: int) -> str:
+    """Break a comma-separated setting into lines of at most ``width`` characters, at the commas."""
+    lines: list[str] = []
+    for item in text.split(","):
+        if lines and len(lines[-1]) + 1 + len(item) <= width:
+            lines[-1] += "," + item
+        else:
+            lines.append(item)
+    return "\n".join(lines)
+
+
+def _finish(fig, axes, title: str, output: Path) -> Path:
+    for ax in axes:
+        ax.set_xlabel("training games")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        cols = sum(ax.get_subplotspec().is_first_row() for ax in axes)
+        fig.suptitle(wrap_items(title, 75 * cols), fontsize=9)
+    fig.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=90)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return output
+
+
+def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) -> Path:
+    """One panel per tag, one line per setting: the mean over seeds and its 95% band."""
+    found = _all_tags(groups)
+    missing = [t for t in tags if t not in found]
+    if missing:
+        eval_tags = sorted(t for t in found if t.startswith("eval/") and t.count("/") == 2)
+        raise PlotError(f"no run logs {', '.join(map(repr, missing))}; tags found include: {', '.join(eval_tags)}")
+    common, labels = short_labels(list(groups))
+    fig, axes = _figure(len(tags))
+    for ax, tag in zip(axes, tags, strict=True):
+        for label, runs in zip(labels, groups.values(), strict=True):
+            band = _band(runs, tag)
+            if band is not None:
+                _draw_band(ax, band, label, bounds=bounds_of(tag))
+        ax.set_ylabel(tag)
+    return _finish(fig, axes, common, output)
+
+
+def plot_openings(groups: dict[str, list[RunLog]], output: Path) -> Path:
+    """One panel per setting: the first seat's value of each distinct opening move over training."""
+    from ttt.agents.td_afterstate import opening_name
+    from ttt.games import make_game
+
+    groups = {k: v for k, v in groups.items() if any(OPENING_TAG.match(t) for r in v for t in r.curves)}
+    if not groups:
+        raise PlotError("no run logs train/opening_value/cell_<c> (logged by tabular afterstate TD, "
+                        "e.g. +experiment=td_33_boltzmann)")
+    common, labels = short_labels(list(groups))
+    fig, axes = _figure(len(groups))
+    for ax, label, runs in zip(axes, labels, groups.values(), strict=True):
+        game = make_game(runs[0].game) if runs[0].game else None
+        tags = sorted({t for r in runs for t in r.curves if OPENING_TAG.match(t)},
+                      key=lambda t: int(OPENING_TAG.match(t).group(1)))
+        for tag in tags:
+            cell = int(OPENING_TAG.match(tag).group(1))
+            name = f"{opening_name(game, cell)} (cell {cell})" if game else f"cell {cell}"
+            _draw_band(ax, _band(runs, tag), name)
+        ax.set_ylabel("opening value (first seat)")
+        ax.set_title(wrap_items(f"{label} [{runs[0].game or '?'}]", 60), fontsize=8)
+    return _finish(fig, axes, common, output)
+
+
+def plot_outcomes(groups: dict[str, list[RunLog]], opponent: str, output: Path) -> Path:
+    """One panel per setting and opponent: win, draw and loss rates of the evaluations."""
+    found = _all_tags(groups)
+    opponents = sorted({t.split("/")[1] for t in found if t.startswith("eval/") and t.endswith("/win_rate")
+                        and t.count("/") == 2})
+    if opponent:
+        if opponent not in opponents:
+            raise PlotError(f"no run logs eval/{opponent}/win_rate; opponents logged: {', '.join(opponents) or 'none'}")
+        opponents = [opponent]
+    if not opponents:
+        raise PlotError("no run logs eval/<opponent>/win_rate")
+    common, labels = short_labels(list(groups))
+    panels = [(label, runs, opp) for label, runs in zip(labels, groups.values(), strict=True) for opp in opponents]
+    fig, axes = _figure(len(panels))
+    colors = {"win_rate": "tab:green", "draw_rate": "tab:gray", "loss_rate": "tab:red"}
+    for ax, (label, runs, opp) in zip(axes, panels, strict=True):
+        for key in OUTCOMES:
+            band = _band(runs, f"eval/{opp}/{key}")
+            if band is not None:
+                _draw_band(ax, band, key.removesuffix("_rate"), colors[key], (0.0, 1.0))
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel(f"fraction of games vs {opp}")
+        ax.set_title(wrap_items(label, 60), fontsize=8)
+    return _finish(fig, axes, common, output)
+
+
+def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[str] | None = None,
+         opponent: str = "") -> Path:
+    """Draw ``figure`` for grouped runs into ``output``."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise PlotError("needs matplotlib: pip install -e '.[plot]'") from e
+    if figure == "curves":
+        return plot_curves(groups, tags or ["eval/benchmark/score"], output)
+    if figure == "openings":
+        return plot_openings(groups, output)
+    if figure == "outcomes":
+        return plot_outcomes(groups, opponent, output)
+    raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {figure!r}")
+
+
+def plot(root: str | Path, figure: str = "curves", tags: list[str] | None = None, opponent: str = "",
+         output: str | Path | None = None) -> Path:
+    """Draw ``figure`` for the runs under ``root`` into ``output`` (default ``root/<figure>.png``)."""
+    root = Path(root)
+    return draw(load_groups(root), figure, Path(output) if output else root / f"{figure}.png", tags, opponent)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        raise SystemExit(0 if argv else 2)
+    try:
+        root, opts = parse_args(argv)
+        groups = load_groups(root)
+        out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
+                   parse_list(opts["tags"]), opts["opponent"])
+    except PlotError as e:
+        raise SystemExit(f"ttt.plot: {e}") from None
+    print(f"ttt.plot: wrote {out} ({sum(len(v) for v in groups.values())} runs in {len(groups)} settings)")
+
+if __name__ == "__main__":
+    main()
