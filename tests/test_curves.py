@@ -140,7 +140,7 @@ def test_td_afterstate_logs_the_opening_values_ttt_plot_draws(compose_train, tmp
     from ttt.train import train
 
     cfg = compose_train(["+experiment=td_33_boltzmann", "episodes=200", "eval_every=0", "eval_games=2",
-                         "agent.log_every=50"])
+                         "log_every=50"])
     train(cfg)
     (run,) = find_runs(tmp_path)
     assert run.game == "3x3"

@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -81,6 +81,7 @@ class Config:
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
     exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
+    play_forks: bool = False  # the trained player (evaluations, checkpoint) uses the fork rule; training moves do not
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
     fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
@@ -559,12 +560,14 @@ def train(cfg: DictConfig, run: Run) -> dict:
     path = run.checkpoint_path()
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
+    play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks))
+
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, trainer.rules)
+        return DQNPlayer(run.game, trainer.net, network, play_rules)
 
     def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": network, "rules": asdict(trainer.rules),
+                               "network": network, "rules": asdict(play_rules),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
