@@ -162,10 +162,14 @@ def print_profile(title: str, device: str, work, rows: int = 12) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     gpu = torch.cuda.is_available()
-    with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if gpu else [])]) as prof:
-        work()
     key = "self_device_time_total" if gpu else "self_cpu_time_total"
-    table = prof.key_averages().table(sort_by=key, row_limit=rows)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if gpu else [])]) as prof:
+            work()
+        table = prof.key_averages().table(sort_by=key, row_limit=rows)
+    except Exception as e:  # a profiler the machine does not allow must not cost the other measurements
+        print(f"--- profile: {title}: the profiler failed ({type(e).__name__}: {e})", flush=True)
+        return
     print(f"--- profile: {title} (torch.profiler, by own {'GPU' if gpu else 'CPU'} time)\n{table}", flush=True)
 
 
