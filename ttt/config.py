@@ -53,6 +53,7 @@ class TrainConfig:
     log_every: int = 0  # episodes between train/* scalars and progress lines; 0 = a tenth of eval_every (or of the run)
     progress: bool = True  # print a progress line while training
     threads: int = 1  # torch intra-op threads
+    device: str = "auto"  # auto | cpu | cuda: where games, networks and batched opponents live (ttt.device)
     run_dir: str | None = None  # the run directory of a single run; else Hydra's output directory
 
 

@@ -68,6 +68,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, check_writable_dir, one_line
 from ttt.config import ConfigError, check_train_config
+from ttt.device import array_device, run_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player
@@ -256,7 +257,7 @@ class Run:
     failure before training began removes the folder when the run created it.
     """
 
-    def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str | None = None) -> None:
         self.cfg = cfg
         self.dir = Path(run_dir)
         # nothing but Hydra's record of this job in it: the folder is this run's (removed if it fails at start)
@@ -275,6 +276,9 @@ class Run:
         self.started = False
         try:
             check_train_config(cfg)
+            # "cpu" or "cuda" (ttt.device): where the learner's games and networks live; a learner that
+            # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
+            self.device = run_device(cfg) if device is None else device
             self.game: Game = make_game(cfg.game.name)
             self.opponents = self._make_opponents()
             self.total = int(cfg.episodes)
@@ -454,7 +458,7 @@ class Run:
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
         """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
-        bar, episodes, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
+        bar, episodes, device, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
         ``progress=false``."""
         now = time.perf_counter()
         if not force and now - self._t_print < PROGRESS_SECONDS:
@@ -465,20 +469,20 @@ class Run:
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         evals = " ".join(f"{k}:{r.both.score:.3f}" for k, r in self.last_eval.items())
-        line = f"[{bar}] {episode}/{total} {info}" + (f" | eval score {evals}" if evals else "")
+        line = f"[{bar}] {episode}/{total} {self.device} {info}" + (f" | eval score {evals}" if evals else "")
         self.say(line, console=bool(self.cfg.progress))
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
-        its tactics rates; logged."""
+        its tactics rates; logged. On the run's device when both players can play there (``play_match``)."""
         from ttt.tactics import tactics_rates
 
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
-                           agent_name=self.cfg.agent.name, opponent_name=name)
+                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
             results[name] = r
             for seat in r.seats():
                 prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"

@@ -22,40 +22,51 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
 
 
-def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+def completing_moves(board, player, legal, game: Game):
     """(B, cells) bool: legal moves that complete a line of ``player`` (per row) at once.
 
     A move completes a line when that line holds k-1 of the player's pieces and the move's cell is
-    the line's only empty cell.
+    the line's only empty cell. numpy arrays or torch tensors (``ttt.games.arrays``), alike.
     """
     return completing_cells(board, player, game) & legal
 
 
-def completing_cells(board: np.ndarray, player: np.ndarray, game: Game) -> np.ndarray:
+def completing_cells(board, player, game: Game):
     """(B, cells) bool: empty cells that would complete a line of ``player``, playable or not."""
-    lines = game.lines
-    vals = board[:, lines].astype(np.int16)  # (B, L, k)
+    xp = arrays_of(board)
+    lines = xp.table(game.lines) if xp.is_torch else game.lines
+    vals = board[:, lines]  # (B, L, k)
     own = (vals == player[:, None, None]).sum(-1)
     empty = vals == 0
     ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
-    hit = np.zeros(board.shape, dtype=bool)
-    b, li = np.nonzero(ready)
-    if len(b):
-        pos = empty[b, li].argmax(-1)
-        hit[b, lines[li, pos]] = True
-    return hit
+    return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
 
 
-def playable(board: np.ndarray, game: Game) -> np.ndarray:
+def playable(board, game: Game):
     """(B, cells) bool: empty cells a piece can be placed on (with gravity, those resting on a piece)."""
     legal = board == 0
-    has = game.below >= 0
-    if has.any():
-        legal[:, has] &= board[:, game.below[has]] != 0
+    if game.gravity:
+        xp = arrays_of(board)
+        cells, below = _supported(game)
+        if xp.is_torch:
+            cells, below = xp.table(cells), xp.table(below)
+        legal[:, cells] &= board[:, below] != 0
     return legal
+
+
+_SUPPORTED: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _supported(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The cells with a cell below them, and those cells below."""
+    if game.name not in _SUPPORTED:
+        cells = np.flatnonzero(game.below >= 0)
+        _SUPPORTED[game.name] = (cells, game.below[cells])
+    return _SUPPORTED[game.name]
 
 
 @dataclass
@@ -78,8 +89,13 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     """Win, forced-loss and fork masks of every legal move of ``player`` (per row of ``board``).
 
     ``board`` (B, cells) holds +1 / -1 / 0; ``player`` (B,) the side to move; ``legal`` (B, cells) its
-    legal moves. Exact: checked against explicit afterstates in the tests.
+    legal moves. Exact: checked against explicit afterstates in the tests. Tensors on a device make a
+    round trip through the host (the fork count's sparse bookkeeping is written for numpy).
     """
+    xp = arrays_of(board)
+    if xp.is_torch:
+        t = move_tactics(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game)
+        return MoveTactics(xp.asarray(t.win), xp.asarray(t.loss), xp.asarray(t.fork))
     k, lines = game.line_length, game.lines
     me = board == player[:, None]
     empty = board == 0
