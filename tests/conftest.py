@@ -13,7 +13,8 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 
 @pytest.fixture
 def compose_train(tmp_path):
-    """compose_train(overrides) -> the composed training config with run_dir under tmp_path."""
+    """compose_train(overrides) -> the composed training config with run_dir under tmp_path, on the CPU
+    (tests of the device code path pass the device to ``Run`` themselves)."""
     from ttt.config import register_configs
 
     register_configs()
@@ -21,7 +22,9 @@ def compose_train(tmp_path):
     def _compose(overrides: list[str] = ()):
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-            return compose("train", overrides=[f"run_dir={tmp_path / 'run'}", "progress=false", *overrides])
+            # device=cpu: the exact figures and same-seed tests mean the same on a machine with a GPU
+            return compose("train", overrides=[f"run_dir={tmp_path / 'run'}", "progress=false", "device=cpu",
+                                               *overrides])
 
     yield _compose
     GlobalHydra.instance().clear()

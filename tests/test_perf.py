@@ -1,4 +1,5 @@
-"""ttt.perf: the engine section runs and writes the documented JSON (a shape test, not a timing)."""
+"""ttt.perf: the sections run and write the documented JSON (shape tests, not timings), on the CPU and
+through the device code path (torch tensors on the CPU)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from ttt import perf
 from ttt.games import BOARDS, make_game
@@ -13,14 +15,28 @@ from ttt.games import BOARDS, make_game
 
 def test_engine_section_writes_json(tmp_path, capsys):
     out_file = tmp_path / "perf.json"
-    result = perf.main(["seconds=0.2", "sections=engine", f"output={out_file}"])
+    result = perf.main(["seconds=0.2", "sections=engine", "device=cpu", f"output={out_file}"])
     written = json.loads(out_file.read_text())
     assert written == result
-    assert list(written) == ["engine"]
+    assert list(written) == ["device", "gpu", "engine_batch", "engine"]
+    assert written["device"] == "cpu" and written["gpu"] is None and written["engine_batch"] == 4096
     assert list(written["engine"]) == list(BOARDS)
     assert all(isinstance(v, float) and v > 0 for v in written["engine"].values())
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == len(BOARDS) and all(line.endswith("plies/s") for line in printed)
+    assert printed[0] == "device  cpu" and printed[1] == "engine  4,096 games side by side"
+    assert len(printed) == 2 + len(BOARDS) and all(line.endswith("plies/s") for line in printed[2:])
+
+
+def test_engine_on_torch_tensors_counts_plies():
+    # the device code path, on the CPU: plies are counted on the device and read once at the end
+    rate = perf.engine_plies_per_sec("4x4x4_gravity", batch_size=64, seconds=0.1, device="cpu")
+    assert rate > 0
+
+
+def test_profile_prints_the_top_functions(capsys):
+    perf.main(["seconds=0.05", "sections=engine", "device=cpu", "engine_batch=16", "profile=true"])
+    out = capsys.readouterr().out
+    assert out.count("--- profile: engine") == len(BOARDS) and "tottime" in out
 
 
 @pytest.mark.parametrize("args, message", [
@@ -30,11 +46,15 @@ def test_engine_section_writes_json(tmp_path, capsys):
     (["seconds=-1"], "seconds=-1: the measuring time must be a number > 0"),
     (["seconds=0"], "seconds=0: the measuring time must be a number > 0"),
     (["seconds=abc"], "seconds=abc: the measuring time must be a number > 0"),
+    (["device=tpu"], "device=tpu: choose one of auto, cpu, cuda"),
+    (["profile=yes"], "profile=yes: choose true or false"),
+    (["num_envs=a"], "need whole numbers"),
+    (["engine_batch=0"], "must be >= 1"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, message, capsys, monkeypatch):
     # seconds=-1 used to measure nothing and print "0 episodes/s"
     for name in perf.SECTIONS:
-        monkeypatch.setitem(perf.SECTIONS, name, lambda seconds: {"x": seconds})
+        monkeypatch.setitem(perf.SECTIONS, name, lambda seconds, settings: {"x": seconds})
     with pytest.raises(SystemExit) as err:
         perf.main(args)
     assert err.value.code == 2
@@ -48,7 +68,7 @@ def test_unwritable_output_is_refused_before_measuring(tmp_path, monkeypatch, ca
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     measured = []
-    monkeypatch.setitem(perf.SECTIONS, "engine", lambda seconds: measured.append(seconds) or {"3x3": 1.0})
+    monkeypatch.setitem(perf.SECTIONS, "engine", lambda seconds, settings: measured.append(seconds) or {"3x3": 1.0})
     with pytest.raises(SystemExit) as err:
         perf.main(["sections=engine", "seconds=0.01", f"output={blocker / 'perf.json'}"])
     assert err.value.code == 2 and measured == []  # not a single measurement was spent
@@ -58,7 +78,7 @@ def test_unwritable_output_is_refused_before_measuring(tmp_path, monkeypatch, ca
 def test_output_failing_after_measuring_goes_to_a_fallback_file(tmp_path, monkeypatch, capsys):
     out_dir = tmp_path / "out"
 
-    def engine(seconds):  # the folder becomes unwritable while measuring: replaced by a file
+    def engine(seconds, settings):  # the folder becomes unwritable while measuring: replaced by a file
         out_dir.rmdir()
         out_dir.write_text("")
         return {"3x3": 123.0}
@@ -71,14 +91,25 @@ def test_output_failing_after_measuring_goes_to_a_fallback_file(tmp_path, monkey
     line = capsys.readouterr().err.strip()
     fallback = Path(line.rsplit("written to ", 1)[1])
     try:
-        assert json.loads(fallback.read_text()) == {"engine": {"3x3": 123.0}}
+        assert json.loads(fallback.read_text())["engine"] == {"3x3": 123.0}
     finally:
         fallback.unlink()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_gpu_fails_at_start_with_one_line(capsys):
+    with pytest.raises(SystemExit) as err:
+        perf.main(["device=cuda", "sections=engine"])
+    assert err.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == ["error: ttt.perf: device=cuda: no CUDA device is available (torch "
+                                         + torch.__version__ + ", a CPU-only build); use device=cpu or device=auto"]
+
+
 def test_search_section_reports_ms_per_move(capsys):
-    result = perf.main(["seconds=0.03", "sections=search"])
-    assert list(result) == ["search"]
+    result = perf.main(["seconds=0.03", "sections=search", "device=cpu"])
+    assert list(result) == ["device", "gpu", "search"]
     assert list(result["search"]) == [f"{b} depth {d}" for b in ("4x4x4", "4x4x4_gravity") for d in (1, 2, 3)]
     assert all(v > 0 for v in result["search"].values())
     assert capsys.readouterr().out.count("ms/move") == 6

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from ttt.games import BatchedGames, make_game, random_legal_actions
-from ttt.games.threats import completing_moves, move_tactics
+from ttt.games.threats import completing_moves, forced_wins, move_tactics
+from ttt.players.search import WIN, AlphaBetaPlayer
 
 
 def random_positions(game, n, seed):
@@ -96,3 +97,46 @@ def test_fork_and_loss_by_hand_on_3x3():
     assert set(np.flatnonzero(t.win[0])) == set()  # 8 is taken by O
     assert set(np.flatnonzero(t.loss[0])) == {1, 2, 3, 5}  # O completes 6-7-8 unless X takes 6
     assert set(np.flatnonzero(t.fork[0])) == {6}  # 6 blocks and makes 2 (2-4-6) and 3 (0-3-6)
+
+
+@pytest.mark.parametrize("name", ["3x3", "4x4", "3x3x3", "4x4x4", "4x4x4_gravity"])
+def test_forced_wins_contain_the_forks_and_equal_them_without_gravity(name):
+    game = make_game(name)
+    boards, players = random_positions(game, 300, seed=12)
+    legal = np.stack([_legal(game, b) for b in boards])
+    fork = move_tactics(boards, players, legal, game).fork
+    forced = forced_wins(boards, players, legal, game)
+    assert fork.any()
+    assert not (fork & ~forced).any()  # a fork wins at the next move whatever the reply
+    if not game.gravity:
+        assert (forced == fork).all()  # a reply cannot open a winning cell for the other side
+
+
+def test_forced_wins_match_depth_3_search():
+    # the search scores a win d plies away as WIN - d; a forced win in three plies (not one) is WIN - 3
+    for name in ("4x4x4", "4x4x4_gravity"):
+        game = make_game(name)
+        boards, players = random_positions(game, 400, seed=13)
+        legal = np.stack([_legal(game, b) for b in boards])
+        forced = forced_wins(boards, players, legal, game)
+        rows = np.flatnonzero(forced.any(1))[:3]
+        assert len(rows) == 3
+        for i in rows:
+            scores = AlphaBetaPlayer(game, depth=3).move_scores(game.state_from_board(boards[i]), all_exact=True)
+            assert {m for m, v in scores.items() if v == WIN - 3} == set(np.flatnonzero(forced[i])), (name, i)
+
+
+def test_forced_win_by_a_threat_whose_block_opens_the_cell_above():
+    # Score Four (cell = 16 * layer + 4 * row + col), X to move. X holds 1 and 2 of the bottom row 0-3
+    # and 23, 27, 31 of the line 19-23-27-31 one layer up. X at 0 threatens 3 only; O must block at 3,
+    # which makes 19 playable: X wins there. X at 3 threatens 0 and makes 19 playable at once: a fork.
+    game = make_game("4x4x4_gravity")
+    board = np.zeros(64, np.int8)
+    board[[1, 2, 15, 23, 27, 31]] = 1
+    board[[5, 7, 10, 11, 12, 13]] = -1
+    x = np.array([1], np.int8)
+    legal = _legal(game, board)[None]
+    assert not completing_moves(board[None], x, legal, game).any()
+    assert not completing_moves(board[None], -x, legal, game).any()
+    assert set(np.flatnonzero(forced_wins(board[None], x, legal, game)[0])) == {0, 3}
+    assert set(np.flatnonzero(move_tactics(board[None], x, legal, game).fork[0])) == {3}

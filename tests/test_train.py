@@ -57,11 +57,18 @@ def test_paper_settings_on_score_four(compose_train):
     assert cfg.agent.opponent == cfg.agent.opponent_after == "self_play"
 
 
-def test_qubic_trains_mostly_against_the_benchmark_player(compose_train):
-    # with half the games against the frozen copy the agent scored 0.27 against the benchmark (docs/dqn.md)
-    a = compose_train(["+experiment=dqn_444"]).agent
+def test_qubic_follows_the_designs_curriculum(compose_train):
+    # random for 5,000 games, then only frozen copies of its own weights: no hand-coded player trains it
+    cfg = compose_train(["+experiment=dqn_444"])
+    a = cfg.agent
     assert (a.opponent, a.opponent_after, a.switch_episode) == ("random", "frozen", 5000)
-    assert a.benchmark_fraction >= 0.8
+    assert a.benchmark_fraction == 0
+    assert not any(any(w in str(v) for w in ("benchmark", "alphabeta", "mcts", "perfect"))
+                   for k, v in a.items() if "opponent" in k)
+    assert "alphabeta:1" in cfg.eval_opponents  # evaluation sees defence
+    # the earlier recipe stays available under its own name
+    b = compose_train(["+experiment=dqn_444_vs_benchmark"]).agent
+    assert b.benchmark_fraction == 0.8
 
 
 @pytest.mark.parametrize("override,key", [("agent.lrr=0.1", "lrr"),

@@ -48,7 +48,8 @@ class TrainConfig:
     episodes: int = 20000  # training episodes (games)
     eval_every: int = 2000  # episodes between evaluations (and checkpoints); 0 = only at the end
     eval_games: int = 200  # games per opponent per evaluation, half in each seat
-    eval_opponents: list[str] = field(default_factory=lambda: ["random", "benchmark"])
+    eval_opponents: list[str] = field(default_factory=lambda: ["random", "benchmark"])  # player specs
+    eval_tactics: bool = True  # log eval/tactics/<suite> at every evaluation (boards with suites)
     num_envs: int = 1  # games played in parallel while training
     seed: int = 0
     resume: bool = False  # continue from the checkpoint in the run directory
@@ -58,6 +59,7 @@ class TrainConfig:
     log_every: int = 0  # episodes between train/* scalars and progress lines; 0 = a tenth of eval_every (or of the run)
     progress: bool = True  # print a progress line while training
     threads: int = 1  # torch intra-op threads
+    device: str = "auto"  # auto | cpu | cuda: where games, networks and batched opponents live (ttt.device)
     run_dir: str | None = None  # the run directory of a single run; else Hydra's output directory
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ttt.games import BatchedGames, Game
+from ttt.games.arrays import arrays_for
 from ttt.players import Player
 
 
@@ -110,14 +111,17 @@ class MatchResult:
                 f"of {b.games} (win rate {b.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {b.score:.3f})")
 
 
-def play_games(game: Game, first: Player, second: Player, num_games: int,
-               rng: np.random.Generator, progress: Callable[[int], None] | None = None) -> np.ndarray:
+def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
+               progress: Callable[[int], None] | None = None, device=None) -> np.ndarray:
     """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0).
 
-    ``progress(finished)`` is called after every ply with the number of games over so far."""
+    ``progress(finished)`` is called after every ply with the number of games over so far.
+    ``device`` None: numpy games and a numpy ``rng``; else games on that torch device and ``rng`` a
+    ``torch.Generator`` there (both players must be ``batched_on_device``).
+    """
     if num_games <= 0:
         return np.zeros(0, dtype=np.int8)
-    games = BatchedGames(game, num_games)
+    games = BatchedGames(game, num_games, device)
     ply = 0
     while not games.done.all():
         # games that start together stay in step: every live game has the same player to move
@@ -126,18 +130,21 @@ def play_games(game: Game, first: Player, second: Player, num_games: int,
         ply += 1
         if progress is not None:
             progress(int(games.done.sum()))
-    return games.winner.copy()
+    return games.xp.numpy(games.winner).copy()
 
 
 def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed: int = 0,
                seats: str = "both", agent_name: str | None = None,
                opponent_name: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> MatchResult:
+               progress: Callable[[int, int], None] | None = None, device=None) -> MatchResult:
     """Play ``num_games`` games of ``agent`` against ``opponent``.
 
     ``seats="both"`` gives the agent the first seat in half the games (the extra game of an odd
     count goes to the first seat); "first" or "second" fixes the agent's seat. The same seed gives
-    the same result. ``progress(finished, num_games)`` is called after every ply.
+    the same result. ``progress(finished, num_games)`` is called after every ply. ``device`` (a torch
+    device, e.g. ``"cuda"``): the games run there when both players are ``batched_on_device``
+    (random, benchmark, dqn), drawing from a ``torch.Generator`` seeded with ``seed``; otherwise
+    (search players) on the host.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
@@ -145,7 +152,9 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
         raise ValueError(f"seats must be 'both', 'first' or 'second', got {seats!r}")
     n_first = {"both": (num_games + 1) // 2, "first": num_games, "second": 0}[seats]
     n_second = num_games - n_first
-    rng = np.random.default_rng(seed)
+    if device is None or not (agent.batched_on_device and opponent.batched_on_device):
+        device = None
+    rng = arrays_for(device).generator(seed)
     result = MatchResult(agent_name or getattr(agent, "name", "agent"),
                          opponent_name or getattr(opponent, "name", "opponent"), game.name)
     t0 = time.perf_counter()
@@ -155,7 +164,7 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
             continue
         offset = n_first if seat == "second" else 0
         report = None if progress is None else (lambda k, offset=offset: progress(offset + k, num_games))
-        w = play_games(game, p1, p2, n, rng, report) * sign
+        w = play_games(game, p1, p2, n, rng, report, device) * sign
         r = getattr(result, seat)
         r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
     result.seconds = time.perf_counter() - t0

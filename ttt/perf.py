@@ -1,22 +1,27 @@
-"""Throughput benchmarks: ``python -m ttt.perf [output=FILE.json] [sections=...] [seconds=S] [simulations=N]``.
+"""Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda] [sections=engine,search,train,mcts_vs_openspiel]
+[seconds=S] [engine_batch=B] [num_envs=1,256,...] [simulations=N] [profile=true] [output=FILE.json]``.
 
-Sections (all by default):
+Prints plies per second of batched random play on every board (section ``engine``: ``engine_batch``
+games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a GPU), milliseconds
+per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``, always on the
+CPU) and training episodes per second of the structured network on 4x4x4 against random (section
+``train``) for each ``num_envs`` (default 1 and 256 on the CPU; 1, 256, 4,096 and 65,536 on a GPU).
+Section ``mcts_vs_openspiel`` (always on the CPU) times the ``mcts`` player (with its defaults, and as
+plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the same
+number of ``simulations`` (default 1,000) on the same 3x3, 4x4 and Qubic positions, in milliseconds
+per move; OpenSpiel's side is skipped, with a note, when ``open_spiel`` is not installed.
+``device`` (default ``auto``) is where the games and networks live (``ttt.device``); the first line
+names it (and the GPU). ``profile=true`` then runs each measurement once more, shorter, under a
+profiler and prints where the time goes: the top torch operators and kernels (``torch.profiler``)
+on a GPU, the top functions (``cProfile``) on the CPU. ``seconds=S`` is the measuring time of each
+figure (S > 0).
 
-* ``engine``: plies per second of batched random play on every board;
-* ``search``: milliseconds per move of the alphabeta player at depths 1-3 on the 4x4x4 boards;
-* ``train``: training episodes per second of the structured network on 4x4x4 against random;
-* ``mcts_vs_openspiel``: milliseconds per move of the ``mcts`` player (with its defaults, and as
-  plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the
-  same number of simulations (default 1,000) on the same 3x3, 4x4 and Qubic positions. OpenSpiel's
-  side is skipped, with a note, when ``open_spiel`` is not installed.
-
-With ``output=FILE.json`` it also writes ``{"engine": {board: plies_per_sec}, "search": {"BOARD
-depth D": ms_per_move}, "train": {...}, "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
-mcts_plain": ..., "BOARD openspiel": ...}}``.
-
-The file is checked for writability before the measurements, and written to a fallback file (named
-on stderr) if it still fails. ``seconds=S`` is the measuring time of each figure (S > 0). A bad
-argument prints one line and exits with code 2.
+With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
+"engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
+"train": {"num_envs_N": episodes_per_sec}, "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
+mcts_plain": ..., "BOARD openspiel": ...}}`` (the sections that ran); the file is checked for
+writability before the measurements, and written to a fallback file (named on stderr) if it still
+fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -24,31 +29,79 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ttt.cli import check_writable_file, run_cli, write_with_fallback
+from ttt.device import DeviceError, array_device, resolve_device
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
+from ttt.games.arrays import arrays_for
+
+ENGINE_BATCH = {"cpu": 4096, "cuda": 1 << 20}
+NUM_ENVS = {"cpu": (1, 256), "cuda": (1, 256, 4096, 65536)}
 
 
-def engine_plies_per_sec(board: str, batch_size: int = 4096, seconds: float = 2.0, seed: int = 0) -> float:
-    """Plies per second of uniformly random play in ``batch_size`` games, finished games restarted."""
+def engine_plies_per_sec(board: str, batch_size: int = 4096, seconds: float = 2.0, seed: int = 0,
+                         device: str | None = None) -> float:
+    """Plies per second of uniformly random play in ``batch_size`` games, finished games restarted.
+
+    ``device``: None for numpy games on the host, else a torch device (``"cuda"``, or ``"cpu"`` for
+    torch tensors on the CPU, which the tests use). On a device the plies are counted there and the
+    host never waits for the GPU inside the loop.
+    """
     game = make_game(board)
-    games = BatchedGames(game, batch_size)
-    rng = np.random.default_rng(seed)
+    games = BatchedGames(game, batch_size, device)
+    xp = arrays_for(device)
+    rng = xp.generator(seed)
+
+    def ply() -> object:
+        live = (~games.done).sum()
+        games.play(random_legal_actions(games.legal_mask(), rng), check=not xp.is_torch)
+        if xp.is_torch or games.done.any():
+            games.reset(games.done)
+        return live
+
+    for _ in range(3):  # warm-up: CUDA context, kernels, caches
+        ply()
+    games.reset()
+    xp.synchronize()
     plies = 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        live = int((~games.done).sum())
-        games.step(random_legal_actions(games.legal_mask(), rng))
-        plies += live
-        if games.done.any():
-            games.reset(games.done)
+        plies += ply()
+    plies = int(plies)  # waits for the device
+    xp.synchronize()
     return plies / (time.perf_counter() - t0)
 
 
-def engine_section(seconds: float) -> dict[str, float]:
-    return {board: engine_plies_per_sec(board, seconds=seconds) for board in BOARDS}
+def report(section: str, key: str, value: float) -> None:
+    """One line of results: section, what was measured, the figure and its unit."""
+    unit, fmt = UNITS[section]
+    print(f"{section:7s} {key:22s} {value:14{fmt}} {unit}", flush=True)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the sections measure besides ``seconds``: where, how many games, and whether to profile."""
+
+    device: str = "cpu"  # resolved: cpu or cuda
+    engine_batch: int = 4096
+    num_envs: tuple[int, ...] = (1, 256)
+    profile: bool = False
+    simulations: int = 1000  # per move, in mcts_vs_openspiel
+
+
+def engine_section(seconds: float, settings: Settings) -> dict[str, float]:
+    out, short = {}, min(seconds, 1.0)
+    device, batch = settings.device, settings.engine_batch
+    for board in BOARDS:
+        out[board] = engine_plies_per_sec(board, batch, seconds, device=array_device(device))
+        report("engine", board, out[board])
+        if settings.profile:
+            print_profile(f"engine {board}", device,
+                          lambda b=board: engine_plies_per_sec(b, batch, short, device=array_device(device)))
+    return out
 
 
 def search_ms_per_move(board: str, depth: int, seconds: float = 2.0, seed: int = 0) -> float:
@@ -72,9 +125,14 @@ def search_ms_per_move(board: str, depth: int, seconds: float = 2.0, seed: int =
     return 1000 * spent / moves
 
 
-def search_section(seconds: float) -> dict[str, float]:
-    return {f"{board} depth {depth}": search_ms_per_move(board, depth, seconds=seconds / 3)
-            for board in ("4x4x4", "4x4x4_gravity") for depth in (1, 2, 3)}
+def search_section(seconds: float, settings: Settings) -> dict[str, float]:
+    out = {}
+    for board in ("4x4x4", "4x4x4_gravity"):
+        for depth in (1, 2, 3):
+            key = f"{board} depth {depth}"
+            out[key] = search_ms_per_move(board, depth, seconds=seconds / 3)
+            report("search", key, out[key])
+    return out
 
 
 # the boards OpenSpiel has, by the name of its game; its action numbers are the cell numbers here
@@ -158,17 +216,57 @@ def _replay(game, moves: list[int]):
     return state
 
 
-def mcts_vs_openspiel_section(seconds: float, simulations: int = 1000) -> dict[str, float]:
+def mcts_vs_openspiel_section(seconds: float, settings: Settings) -> dict[str, float]:
     out: dict[str, float] = {}
     for board in OPENSPIEL_GAMES:
-        out.update(mcts_vs_openspiel(board, simulations, seconds))
+        for key, value in mcts_vs_openspiel(board, settings.simulations, seconds).items():
+            out[key] = value
+            report("mcts_vs_openspiel", key, value)
     return out
 
 
-def train_section(seconds: float) -> dict[str, float]:
+def train_section(seconds: float, settings: Settings) -> dict[str, float]:
     from ttt.agents.dqn import training_throughput
 
-    return {f"num_envs_{n}": training_throughput(num_envs=n, seconds=seconds) for n in (1, 256)}
+    out, device = {}, settings.device
+    for n in settings.num_envs:
+        out[f"num_envs_{n}"] = training_throughput(num_envs=n, seconds=seconds, device=device)
+        report("train", f"num_envs_{n}", out[f"num_envs_{n}"])
+        if settings.profile:
+            print_profile(f"train num_envs={n}", device,
+                          lambda n=n: training_throughput(num_envs=n, seconds=min(seconds, 2.0), device=device))
+    return out
+
+
+def print_profile(title: str, device: str, work, rows: int = 12) -> None:
+    """Run ``work()`` under a profiler and print the ``rows`` costliest entries: functions by their own
+    time (cProfile) on the CPU's numpy path, torch operators and kernels by their own time elsewhere."""
+    if device == "cpu":
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.runcall(work)
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(rows)
+        body = text.getvalue().strip().splitlines()
+        start = next((i for i, line in enumerate(body) if line.lstrip().startswith("ncalls")), 0)
+        print(f"--- profile: {title} (cProfile, by own time)\n" + "\n".join(body[start:]), flush=True)
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    gpu = torch.cuda.is_available()
+    key = "self_device_time_total" if gpu else "self_cpu_time_total"
+    try:
+        with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if gpu else [])]) as prof:
+            work()
+        table = prof.key_averages().table(sort_by=key, row_limit=rows)
+    except Exception as e:  # a profiler the machine does not allow must not cost the other measurements
+        print(f"--- profile: {title}: the profiler failed ({type(e).__name__}: {e})", flush=True)
+        return
+    print(f"--- profile: {title} (torch.profiler, by own {'GPU' if gpu else 'CPU'} time)\n{table}", flush=True)
 
 
 SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section,
@@ -177,15 +275,14 @@ UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": 
          "mcts_vs_openspiel": ("ms/move", ",.1f")}
 
 
-def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, int]:
-    """(sections, seconds, output, simulations) from ``key=value`` arguments; ValueError (one line) for a
-    bad one."""
-    opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3", "simulations": "1000"}
+def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]:
+    """(sections, seconds, output, settings) from ``key=value`` arguments; ValueError (one line) for a bad one."""
+    opts = {"output": None, "sections": ",".join(SECTIONS), "seconds": "3", "device": "auto",
+            "engine_batch": None, "num_envs": None, "profile": "false", "simulations": "1000"}
     for arg in argv:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            raise ValueError(f"ttt.perf: unknown argument {arg!r}; use output=FILE.json, sections=..., seconds=S, "
-                             "simulations=N")
+            raise ValueError(f"ttt.perf: unknown argument {arg!r}; use {', '.join(f'{k}=...' for k in opts)}")
         opts[key] = value
     sections = opts["sections"].split(",")
     for name in sections:
@@ -197,29 +294,44 @@ def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, int]:
         seconds = float("nan")
     if not seconds > 0 or seconds == float("inf"):
         raise ValueError(f"ttt.perf: seconds={opts['seconds']}: the measuring time must be a number > 0")
+    if opts["profile"] not in ("true", "false"):
+        raise ValueError(f"ttt.perf: profile={opts['profile']}: choose true or false")
+    try:
+        device = resolve_device(opts["device"])
+    except DeviceError as e:
+        raise ValueError(f"ttt.perf: {e}") from None
+    try:
+        batch = int(opts["engine_batch"] or ENGINE_BATCH[device])
+        num_envs = tuple(int(x) for x in opts["num_envs"].split(",")) if opts["num_envs"] else NUM_ENVS[device]
+    except ValueError:
+        raise ValueError(f"ttt.perf: engine_batch={opts['engine_batch']}, num_envs={opts['num_envs']}: "
+                         f"need whole numbers (num_envs: a comma-separated list)") from None
+    if batch < 1 or min(num_envs) < 1:
+        raise ValueError("ttt.perf: engine_batch and num_envs must be >= 1")
     if not opts["simulations"].isdigit() or int(opts["simulations"]) < 1:
-        raise ValueError(f"ttt.perf: simulations={opts['simulations']}: must be an integer >= 1")
+        raise ValueError(f"ttt.perf: simulations={opts['simulations']}: must be a whole number >= 1")
     if opts["output"]:
         check_writable_file(opts["output"], "ttt.perf: output")
-    return sections, seconds, opts["output"], int(opts["simulations"])
+    return sections, seconds, opts["output"], Settings(device, batch, num_envs, opts["profile"] == "true",
+                                                       int(opts["simulations"]))
 
 
 def measure(argv: list[str]) -> dict:
     """Run the sections ``argv`` asks for; print one line per figure; write ``output=`` if given."""
-    sections, seconds, output, simulations = parse_args(argv)
+    sections, seconds, output, settings = parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
-    out: dict = {}
-    width = max(map(len, sections))
+    device = settings.device
+    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else None
+    out: dict = {"device": device, "gpu": gpu}
+    print(f"device  {device}" + (f" ({gpu}, torch {torch.__version__}, CUDA {torch.version.cuda})" if gpu else ""),
+          flush=True)
     for name in sections:
-        if name == "mcts_vs_openspiel":
-            out[name] = mcts_vs_openspiel_section(seconds, simulations)
-        else:
-            out[name] = SECTIONS[name](seconds)
-        unit, fmt = UNITS[name]
-        for key, value in out[name].items():
-            print(f"{name:{width}s} {key:22s} {value:14{fmt}} {unit}", flush=True)
+        if name == "engine":
+            out["engine_batch"] = settings.engine_batch
+            print(f"engine  {settings.engine_batch:,} games side by side", flush=True)
+        out[name] = SECTIONS[name](seconds, settings)
     if output:
         text = json.dumps(out, indent=2)
         write_with_fallback(output, lambda p: p.write_text(text), "measurements")

@@ -31,6 +31,10 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/score``                (wins + draws / 2) / games
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
+``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
+                                         ``fork``, ``block_fork``) by the player without its
+                                         move-selection rules (the network alone); boards with suites
+                                         only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
@@ -64,6 +68,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, check_writable_dir, one_line
 from ttt.config import ConfigError, check_train_config
+from ttt.device import array_device, run_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player
@@ -74,8 +79,8 @@ CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
 HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
-RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "threads", "checkpoint_every", "checkpoint_minutes",
-               "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "threads", "checkpoint_every",
+               "checkpoint_minutes", "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
@@ -252,7 +257,7 @@ class Run:
     failure before training began removes the folder when the run created it.
     """
 
-    def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str | None = None) -> None:
         self.cfg = cfg
         self.dir = Path(run_dir)
         # nothing but Hydra's record of this job in it: the folder is this run's (removed if it fails at start)
@@ -271,6 +276,9 @@ class Run:
         self.started = False
         try:
             check_train_config(cfg)
+            # "cpu" or "cuda" (ttt.device): where the learner's games and networks live; a learner that
+            # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
+            self.device = run_device(cfg) if device is None else device
             self.game: Game = make_game(cfg.game.name)
             self.opponents = self._make_opponents()
             self.total = int(cfg.episodes)
@@ -450,7 +458,7 @@ class Run:
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
         """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
-        bar, episodes, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
+        bar, episodes, device, ``info``, latest eval. It goes to ``train.log`` always, and to stderr unless
         ``progress=false``."""
         now = time.perf_counter()
         if not force and now - self._t_print < PROGRESS_SECONDS:
@@ -461,22 +469,28 @@ class Run:
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         evals = " ".join(f"{k}:{r.both.score:.3f}" for k, r in self.last_eval.items())
-        line = f"[{bar}] {episode}/{total} {info}" + (f" | eval score {evals}" if evals else "")
+        line = f"[{bar}] {episode}/{total} {self.device} {info}" + (f" | eval score {evals}" if evals else "")
         self.say(line, console=bool(self.cfg.progress))
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
-        """Greedy games of ``player`` against each configured opponent, both seats; logged."""
+        """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
+        its tactics rates; logged. On the run's device when both players can play there (``play_match``)."""
+        from ttt.tactics import tactics_rates
+
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
-                           agent_name=self.cfg.agent.name, opponent_name=name)
+                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
             results[name] = r
             for seat in r.seats():
                 prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(f"{prefix}/{key}", getattr(seat, key), episode)
+        if self.cfg.eval_tactics:
+            for suite, rate in tactics_rates(player, self.game).items():
+                self.log(f"eval/tactics/{suite}", rate, episode)
         self.last_eval = results
         self.writer.flush()
         return results

@@ -8,6 +8,9 @@
   and ``run.finish`` keep the one schedule of evaluations, checkpoints and log lines); it returns
   the final evaluation (``run.write_final``);
 * ``player_from_checkpoint(payload) -> Player``: the trained player from a loaded checkpoint.
+
+A learner that can run on a GPU also sets ``USES_DEVICE = True`` and reads ``run.device``; the others
+run on the CPU whatever ``device`` says.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ Network. A trunk from the ``network`` config group (``structured``: the line-det
 (one logit per cell; illegal cells masked) and a value head (Tanh, in [-1, 1]). Loss: cross-entropy
 of the policy against pi plus the squared error of the value against z.
 
+Devices. With ``device=cuda`` the network lives on the GPU: each lock-step simulation sends its
+leaves there as one batch and reads back their priors and values, and every training step runs there.
+The trees and the self-play games stay on the host (a search is branchy, per-node work).
+
 TensorBoard tags of this learner (besides ``eval/`` and ``train/episodes_per_sec``):
 ``train/policy_loss`` and ``train/value_loss`` (means over the updates since the last log),
 ``train/examples`` (examples in the replay buffer) and ``train/updates`` (gradient steps so far).
@@ -44,10 +48,13 @@ from torch import nn
 
 from ttt.checkpoint import save_checkpoint
 from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_settings, check_choice, check_ranges
+from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.nets.structured import build_body
 from ttt.players.base import Player
 from ttt.players.tree import PUCT, Node, expand, simulate
+
+USES_DEVICE = True  # the network and its training steps run on the run's device (ttt.train)
 
 
 @dataclass
@@ -131,11 +138,12 @@ class NetworkEvaluator:
         legal = obs.new_zeros(obs.shape, dtype=torch.bool)
         for i, n in enumerate(nodes):
             legal[i, torch.as_tensor(n.actions)] = True
-        logits, v = self.net(obs)
-        probs = torch.softmax(logits.masked_fill(~legal, -1e9), dim=-1).numpy().astype(np.float64)
+        device = module_device(self.net)  # one batch to the network's device and back
+        logits, v = self.net(obs.to(device))
+        probs = torch.softmax(logits.masked_fill(~legal.to(device), -1e9), dim=-1).cpu().numpy().astype(np.float64)
         for i, n in enumerate(nodes):
             n.prior = probs[i, n.actions]
-        return (v * signs).numpy().astype(np.float64)
+        return (v.cpu() * signs).numpy().astype(np.float64)
 
 
 def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct: float,
@@ -242,7 +250,8 @@ class ReplayBuffer:
 
 def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[float, float]:
     """One gradient step on (obs, legal, pi, z); returns (policy loss, value loss)."""
-    obs, legal, pi, z = batch
+    device = module_device(net)
+    obs, legal, pi, z = (x.to(device) for x in batch)
     logits, v = net(obs)
     policy_loss = -(pi * masked_log_softmax(logits, legal)).sum(-1).mean()
     value_loss = ((v - z) ** 2).mean()
@@ -266,7 +275,7 @@ def train(cfg, run) -> dict:
     acfg = agent_settings(cfg.agent, Config)
     game = run.game
     network = OmegaConf.to_container(cfg.network, resolve=True)
-    net = build_net(game, network)
+    net = build_net(game, network).to(torch_device(run.device))
     opt = torch.optim.Adam(net.parameters(), lr=acfg.lr, weight_decay=acfg.weight_decay)
     buffer = ReplayBuffer(acfg.buffer_size, game.num_cells)
     rng = np.random.default_rng(int(cfg.seed))

@@ -20,6 +20,13 @@ The learning rule, per learning seat of each game:
 every game where a learner moves, and one optimiser step over every TD target of that ply. With
 ``num_envs=1`` this is exactly the online per-game algorithm.
 
+Devices (``device=cpu|cuda``, ``ttt.device``). The trainer is written once against
+``ttt.games.arrays``: on the CPU the games and the trainer's per-game arrays are numpy arrays and
+random numbers come from a numpy generator; on a GPU they are torch tensors there, drawn from a
+``torch.Generator``, and the networks, move selection, the TD targets and the random, benchmark and
+frozen opponents run there too. Per ply only sizes (how many games a learner moves in, how many
+ended) reach the host; the logged loss is summed on the device and read when it is logged.
+
 TensorBoard tags (besides the ``eval/`` tags of ``ttt.training``): ``train/td_loss``,
 ``train/epsilon``, ``train/opponent`` (0 random, 1 frozen, 2 benchmark, 3 self_play),
 ``train/episodes_per_sec``, ``train/benchmark_share`` (share of the games in progress played against
@@ -31,7 +38,7 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -40,11 +47,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_settings, check_choice, check_ranges
+from ttt.device import array_device, module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
+from ttt.games.arrays import NUMPY, arrays_for, arrays_of
 from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.training import OPPONENT_PHASES, Run, run_command
+
+USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
 
 # ---------------------------------------------------------------------------------------- settings
@@ -70,6 +81,7 @@ class Config:
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
     exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
+    play_forks: bool = False  # the trained player (evaluations, checkpoint) uses the fork rule; training moves do not
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
     fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
@@ -139,33 +151,45 @@ def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rule
                       tactics: MoveTactics | None = None) -> torch.Tensor:
     """(len(rows), cells) values of every legal afterstate of the games ``rows``, -inf where illegal.
 
+    A tensor where the games are: on the CPU for numpy games, else on their device.
+
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
     ``rules`` replace the estimates of the afterstates the rules value exactly; ``tactics``
     (``move_tactics`` of these rows) is computed when needed and not given.
     """
+    xp = games.xp
     board, to_play, legal = games.board[rows], games.to_play[rows], games.legal_mask()[rows]
     views = board * to_play[:, None]
-    values = net.afterstate_values(torch.from_numpy(views.astype(np.float32)), torch.from_numpy(legal))
+    device = module_device(net)
+
+    def tensor(x):  # the games' arrays as tensors where the network is
+        return xp.to_tensor(x).to(device)
+
+    values = net.afterstate_values(tensor(xp.astype(views, "float32")), tensor(legal))
     if rules.needs_tactics():
         t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
         if rules.forks:
             exact, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells)
-            values[torch.from_numpy(known)] = torch.from_numpy(exact[known])
+            values = torch.where(tensor(known), tensor(exact), values)
         if rules.losses:
-            values[torch.from_numpy(t.loss)] = -1.0
+            values.masked_fill_(tensor(t.loss), -1.0)
     if rules.wins:
-        values[torch.from_numpy(completing_moves(board, to_play, legal, games.game))] = 1.0
-    return values
+        values.masked_fill_(tensor(completing_moves(board, to_play, legal, games.game)), 1.0)
+    return values.to(games.device or "cpu")
 
 
-def epsilon_greedy(values: torch.Tensor, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """Argmax of each row (illegal entries are -inf), or with probability epsilon a random legal move."""
-    values = values.numpy()
+def epsilon_greedy(values: torch.Tensor, epsilon: float, rng, xp=NUMPY):
+    """Argmax of each row (illegal entries are -inf), or with probability epsilon a random legal move.
+
+    numpy actions and a numpy ``rng`` by default; with ``xp`` a device's arrays, tensors there and a
+    ``torch.Generator``.
+    """
+    values = xp.from_tensor(values)
     actions = values.argmax(1)
     if epsilon > 0:
-        explore = rng.random(len(actions)) < epsilon
+        explore = xp.random(rng, len(actions)) < epsilon
         if explore.any():
-            actions[explore] = random_legal_actions(np.isfinite(values[explore]), rng)
+            actions[explore] = random_legal_actions(values[explore] > float("-inf"), rng)
     return actions
 
 
@@ -180,9 +204,10 @@ class Targets:
 
     @staticmethod
     def concat(parts: list[Targets]) -> Targets:
-        return Targets(np.concatenate([p.obs for p in parts]).astype(np.float32, copy=False),
-                       np.concatenate([p.targets for p in parts]).astype(np.float32),
-                       np.concatenate([p.rows for p in parts]).astype(np.int64))
+        xp = arrays_of(parts[0].obs)
+        return Targets(xp.astype(xp.concat([p.obs for p in parts]), "float32"),
+                       xp.astype(xp.concat([p.targets for p in parts]), "float32"),
+                       xp.astype(xp.concat([p.rows for p in parts]), "int64"))
 
 
 def td0_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, after: np.ndarray,
@@ -192,8 +217,9 @@ def td0_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, after:
     Per mover: its previous afterstate ``prev`` (when ``has_prev``) moves toward ``gamma * V(after)``,
     or ``gamma * reward`` when the new afterstate ``after`` is terminal; a terminal ``after`` itself moves
     toward ``reward`` (+1 win, 0 draw). ``new_value`` is V(after) (a constant: no gradient).
+    numpy arrays or tensors on one device, alike (``ttt.games.arrays``).
     """
-    boot = np.where(terminal, reward, new_value)
+    boot = arrays_of(reward).where(terminal, reward, new_value)
     return Targets.concat([
         Targets(prev[has_prev], gamma * boot[has_prev], rows[has_prev]),
         Targets(after[terminal], reward[terminal], rows[terminal]),
@@ -215,24 +241,25 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move. With
     ``defence`` > 0, up to that many other legal afterstates per board (drawn by ``rng`` when fewer
     than all) are checked for a fork of the opponent: one there is a loss in two of the opponent's
-    moves, worth ``-gamma``.
+    moves, worth ``-gamma``. numpy arrays or tensors on one device (``rng`` then a ``torch.Generator``
+    there), alike.
     """
-    value = np.zeros(tactics.win.shape, dtype=np.float32)
+    xp = arrays_of(views)
+    value = xp.zeros(tuple(tactics.win.shape), "float32")
     value[tactics.fork] = gamma
     value[tactics.loss] = -1.0
     value[tactics.win] = 1.0
     known = tactics.win | tactics.loss | tactics.fork
     if defence > 0:
-        rest = playable(views.astype(np.int8), game) & ~known
+        rest = playable(xp.astype(views, "int8"), game) & ~known
         if defence < rest.shape[1]:
             # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
-            keys = np.where(rest, rng.random(rest.shape), 2.0)
-            cut = np.partition(keys, defence - 1, axis=1)[:, defence - 1: defence]
-            rest &= keys <= cut
-        e, a = np.nonzero(rest)
-        after = views[e].astype(np.int8)
-        after[np.arange(len(e)), a] = 1
-        them = -np.ones(len(e), dtype=np.int8)
+            keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
+            rest &= keys <= xp.kth_smallest(keys, defence)
+        e, a = xp.nonzero(rest)
+        after = xp.astype(views[e], "int8")
+        after[xp.arange(len(e)), a] = 1
+        them = xp.full(len(e), -1, "int8")
         lost = move_tactics(after, them, playable(after, game), game).fork.any(1)
         value[e[lost], a[lost]] = -gamma
         known[e[lost], a[lost]] = True
@@ -242,10 +269,11 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
 def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
                  defence: int = 0, rng: np.random.Generator | None = None) -> Targets:
     """The afterstates of ``views`` whose values the rules know (``rule_values``), as training examples."""
+    xp = arrays_of(views)
     value, known = rule_values(views, tactics, gamma, game, defence, rng)
-    e, a = np.nonzero(known)
-    obs = views[e].astype(np.float32)
-    obs[np.arange(len(e)), a] = 1.0
+    e, a = xp.nonzero(known)
+    obs = xp.astype(views[e], "float32")
+    obs[xp.arange(len(e)), a] = 1.0
     return Targets(obs, value[e, a], rows[e])
 
 
@@ -260,33 +288,40 @@ class Trainer:
 
     ``step()`` plays one ply in every game and makes one TD(0) update; it returns that ply's training
     examples. Everything it needs to continue is in ``state_dict()``.
+
+    ``device`` ``"cpu"`` (numpy games, ``rng`` a ``np.random.Generator``) or ``"cuda"`` (everything on
+    the GPU, ``rng`` a ``torch.Generator`` there; ``arrays_for(array_device(device)).generator(seed)``
+    makes either). ``ttt.device.TORCH_CPU`` runs the GPU's code path with tensors on the CPU.
     """
 
-    def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng: np.random.Generator,
-                 net: ValueNet | None = None) -> None:
+    def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng,
+                 net: ValueNet | None = None, device: str = "cpu") -> None:
         # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
         agent_cfg = agent_settings(agent_cfg, Config)
         self.game, self.a, self.rng = game, agent_cfg, rng
         self.rules = Rules.of(agent_cfg)
-        self.net = build_value_net(network_cfg, game) if net is None else net
+        self.device = device
+        self.xp = xp = arrays_for(array_device(device))
+        self.net = (build_value_net(network_cfg, game) if net is None else net).to(torch_device(device))
         self.optimizer = make_optimizer(agent_cfg, self.net)
         self.pool: list[ValueNet] = []  # frozen copies, oldest first
         self.frozen_taken_at = -1
         self.frozen_refreshes = 0
         self.benchmark = BenchmarkPlayer(game)
-        self.games = BatchedGames(game, num_envs)
-        envs = np.arange(num_envs)
-        self.agent_seat = np.where(envs % 2 == 0, 1, -1).astype(np.int8)  # seats alternate per game
-        self.kind = np.zeros(num_envs, dtype=np.int8)  # each game's opponent (OPPONENT_PHASES code)
-        self.pool_index = np.zeros(num_envs, dtype=np.int64)  # the frozen copy each game plays
-        self.prev = np.zeros((num_envs, 2, game.num_cells), dtype=np.float32)  # last afterstate per seat
-        self.has_prev = np.zeros((num_envs, 2), dtype=bool)
+        self.games = BatchedGames(game, num_envs, xp.device)
+        envs = xp.arange(num_envs)
+        self.agent_seat = xp.astype(xp.where(envs % 2 == 0, 1, -1), "int8")  # seats alternate per game
+        self.kind = xp.zeros(num_envs, "int8")  # each game's opponent (OPPONENT_PHASES code)
+        self.pool_index = xp.zeros(num_envs, "int64")  # the frozen copy each game plays
+        self.prev = xp.zeros((num_envs, 2, game.num_cells), "float32")  # last afterstate per seat
+        self.has_prev = xp.zeros((num_envs, 2), "bool")
         self.episodes = 0
         self.steps = 0
-        self.loss_sum, self.loss_count = 0.0, 0
+        # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
+        self.loss_sum = torch.zeros((), dtype=torch.float64, device=torch_device(device))
+        self.loss_count = 0
         self._refresh_frozen()
-        for e in envs:
-            self._new_game(e)
+        self._new_games(envs, xp.zeros(num_envs, "int64"))
 
     @property
     def frozen(self) -> ValueNet | None:
@@ -307,17 +342,24 @@ class Trainer:
             return name
         return "benchmark" if share >= 1 else f"{share:.0%} benchmark / {1 - share:.0%} {name}"
 
-    def _new_game(self, e: int) -> None:
-        """Draw the opponent of the game starting in env ``e`` (and its frozen copy)."""
-        name = self.phase()
-        if self.episodes >= self.a.switch_episode and self.a.benchmark_fraction > 0:
-            if self.rng.random() < self.a.benchmark_fraction:
-                name = "benchmark"
-        self.kind[e] = OPPONENT_PHASES[name]
-        if name == "frozen" and len(self.pool) > 1:
-            self.pool_index[e] = self.rng.integers(len(self.pool))
-        else:
-            self.pool_index[e] = max(len(self.pool) - 1, 0)
+    def _new_games(self, envs, episodes) -> None:
+        """Draw the opponents of the games starting in ``envs`` (and their frozen copies); game i
+        starts when ``episodes[i]`` games have been played. Drawn in the order of ``envs``: the
+        benchmark-share draws first, then the pool draws."""
+        xp, a = self.xp, self.a
+        before = episodes < a.switch_episode
+        kind = xp.astype(xp.where(before, OPPONENT_PHASES[a.opponent], OPPONENT_PHASES[a.opponent_after]), "int8")
+        if a.benchmark_fraction > 0:
+            after = xp.flatnonzero(~before)
+            if len(after):
+                benchmark = xp.random(self.rng, len(after)) < a.benchmark_fraction
+                kind[after] = xp.astype(xp.where(benchmark, OPPONENT_PHASES["benchmark"], kind[after]), "int8")
+        self.kind[envs] = kind
+        self.pool_index[envs] = max(len(self.pool) - 1, 0)
+        if len(self.pool) > 1:
+            frozen = envs[kind == OPPONENT_PHASES["frozen"]]
+            if len(frozen):
+                self.pool_index[frozen] = xp.integers(self.rng, len(self.pool), len(frozen))
 
     def _refresh_frozen(self) -> None:
         """Take a frozen copy of the weights when the curriculum switches to it, and every refresh_every;
@@ -331,47 +373,50 @@ class Trainer:
             if len(self.pool) > self.a.frozen_pool:
                 self.pool.pop(0)
                 self.pool_index -= 1  # games in progress keep their copy (or the oldest one left)
-                np.maximum(self.pool_index, 0, out=self.pool_index)
+                self.xp.put_where(self.pool_index, self.pool_index < 0, 0)
             self.frozen_taken_at = self.episodes
             self.frozen_refreshes += 1
 
-    def learner_mask(self) -> np.ndarray:
+    def learner_mask(self):
         """Games whose player to move learns: the agent's seat, or both seats in self-play games."""
         return (self.games.to_play == self.agent_seat) | (self.kind == OPPONENT_PHASES["self_play"])
 
-    def _tactics(self, rows: np.ndarray) -> MoveTactics | None:
+    def _tactics(self, rows) -> MoveTactics | None:
         if not (self.rules.needs_tactics() or self.a.rule_labels) or not len(rows):
             return None
         g = self.games
         return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
 
     # ---- one ply in every game
-    def step(self, actions: np.ndarray | None = None) -> Targets:
+    def step(self, actions=None) -> Targets:
         """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move.
 
-        Returns the ply's training examples (before any symmetry augmentation)."""
-        g, rng, a = self.games, self.rng, self.a
-        mover = g.to_play.copy()
-        lrn = np.flatnonzero(self.learner_mask())
-        chosen = np.full(len(g), -1, dtype=np.int64)
+        Returns the ply's training examples (before any symmetry augmentation), on the trainer's device."""
+        g, rng, a, xp = self.games, self.rng, self.a, self.xp
+        mover = xp.copy(g.to_play)
+        lrn = xp.flatnonzero(self.learner_mask())
+        chosen = xp.full(len(g), -1, "int64")
         tactics = self._tactics(lrn)
         values = afterstate_values(self.net, g, lrn, self.rules, tactics) if len(lrn) else None
         if actions is not None:
-            chosen[:] = actions
+            chosen[:] = xp.asarray(actions)
         else:
             if len(lrn):
-                chosen[lrn] = epsilon_greedy(values, epsilon_at(a, self.episodes), rng)
-            self._opponent_moves(np.flatnonzero(~self.learner_mask()), chosen)
-        new_value = values[np.arange(len(lrn)), chosen[lrn]].numpy() if len(lrn) else np.zeros(0, np.float32)
+                chosen[lrn] = epsilon_greedy(values, epsilon_at(a, self.episodes), rng, xp)
+            self._opponent_moves(xp.flatnonzero(~self.learner_mask()), chosen)
+        rows = xp.arange(len(lrn))
+        new_value = xp.from_tensor(values[xp.to_tensor(rows), xp.to_tensor(chosen[lrn])]) if len(lrn) \
+            else xp.zeros(0, "float32")
         # the learners' boards before the move and their new afterstates, from the mover's view
-        views = (g.board[lrn] * mover[lrn, None]).astype(np.float32)
-        after = views.copy()
-        after[np.arange(len(lrn)), chosen[lrn]] = 1.0
+        views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
+        after = xp.copy(views)
+        after[rows, chosen[lrn]] = 1.0
 
-        ended = g.step(chosen)
-        reward = (g.winner.astype(np.int64) * mover).astype(np.float32)  # from the mover's view, 0 if not over
-        seat = (mover[lrn] < 0).astype(np.int64)
-        other = (mover[ended] > 0).astype(np.int64)  # seat index of the player who did not move
+        # scripted moves are checked; chosen ones come from legal masks (on a GPU, checking would wait for it)
+        ended = xp.flatnonzero(g.play(chosen, check=actions is not None or not xp.is_torch))
+        reward = xp.astype(xp.astype(g.winner, "int64") * mover, "float32")  # the mover's view, 0 if not over
+        seat = xp.astype(mover[lrn] < 0, "int64")
+        other = xp.astype(mover[ended] > 0, "int64")  # seat index of the player who did not move
         parts = [
             td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
                         g.done[lrn], reward[lrn], float(a.gamma)),
@@ -390,13 +435,12 @@ class Trainer:
             self.has_prev[ended] = False
             self.agent_seat[ended] *= -1
             g.reset(g.done)
-            for e in ended:
-                self.episodes += 1
-                self._new_game(e)
+            self._new_games(ended, self.episodes + 1 + xp.arange(len(ended)))
+            self.episodes += len(ended)
             self._refresh_frozen()
         return batch
 
-    def _opponent_moves(self, rows: np.ndarray, chosen: np.ndarray) -> None:
+    def _opponent_moves(self, rows, chosen) -> None:
         g, rng, a = self.games, self.rng, self.a
         kinds = self.kind[rows]
         pick = rows[kinds == OPPONENT_PHASES["random"]]
@@ -406,39 +450,48 @@ class Trainer:
         if len(pick):
             chosen[pick] = self.benchmark.act_batch(g, rng)[pick]
         frozen = rows[kinds == OPPONENT_PHASES["frozen"]]
-        for i in np.unique(self.pool_index[frozen]):
+        for i in range(len(self.pool) if len(frozen) else 0):
             pick = frozen[self.pool_index[frozen] == i]
-            # a frozen copy picks its own best move: the argmax of its afterstate values, same rules
-            values = afterstate_values(self.pool[i], g, pick, self.rules, self._tactics(pick))
-            chosen[pick] = epsilon_greedy(values, a.frozen_epsilon, rng)
+            if len(pick):
+                # a frozen copy picks its own best move: the argmax of its afterstate values, same rules
+                values = afterstate_values(self.pool[i], g, pick, self.rules, self._tactics(pick))
+                chosen[pick] = epsilon_greedy(values, a.frozen_epsilon, rng, self.xp)
 
-    def _update(self, obs: np.ndarray, targets: np.ndarray) -> None:
+    def _update(self, obs, targets) -> None:
         """One optimiser step on the TD targets of this ply (targets are constants: detached)."""
         if len(targets) == 0:
             return
+        xp = self.xp
         if self.a.symmetry_augment:
             # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
             # of every line in an orbit then learn from a threat seen on any of them
-            perms = self.game.symmetries[self.rng.integers(len(self.game.symmetries), size=len(obs))]
-            obs = obs[np.arange(len(obs))[:, None], perms]
-        pred = self.net(torch.from_numpy(obs))
-        target = torch.from_numpy(targets)
+            symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
+            perms = symmetries[xp.integers(self.rng, len(symmetries), len(obs))]
+            obs = obs[xp.arange(len(obs))[:, None], perms]
+        pred = self.net(xp.to_tensor(obs))
+        target = xp.to_tensor(targets)
         loss = F.huber_loss(pred, target) if self.a.loss == "huber" else F.mse_loss(pred, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
-        self.loss_sum += float(loss.detach()) * len(targets)
+        self.loss_sum += loss.detach().double() * len(targets)
         self.loss_count += len(targets)
 
     def take_loss(self) -> float:
         """Mean TD loss since the previous call (nan when there was no update)."""
-        mean = self.loss_sum / self.loss_count if self.loss_count else float("nan")
-        self.loss_sum, self.loss_count = 0.0, 0
+        mean = float(self.loss_sum) / self.loss_count if self.loss_count else float("nan")
+        self.loss_sum.zero_()
+        self.loss_count = 0
         return mean
 
     # ---- checkpoint state
     def state_dict(self) -> dict:
-        g = self.games
+        g, xp = self.games, self.xp
+
+        def saved(x):  # a CPU tensor copy of a per-game array
+            return xp.to_tensor(xp.copy(x)).cpu()
+
+        generator = {"device": self.rng.get_state()} if xp.is_torch else {"numpy": self.rng.bit_generator.state}
         return {
             "weights": self.net.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -447,10 +500,9 @@ class Trainer:
             "frozen_refreshes": self.frozen_refreshes,
             "episodes": self.episodes,
             "steps": self.steps,
-            "envs": {**{name: torch.from_numpy(getattr(g, name).copy()) for name in GAME_ARRAYS},
-                     **{name: torch.from_numpy(getattr(self, name).copy()) for name in TRAINER_ARRAYS}},
-            "rng": {"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state(),
-                    "python": random.getstate()},
+            "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
+                     **{name: saved(getattr(self, name)) for name in TRAINER_ARRAYS}},
+            "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
         }
 
     def load_state_dict(self, s: dict) -> None:
@@ -463,14 +515,20 @@ class Trainer:
             self.pool.append(frozen)
         self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
         self.episodes, self.steps = s["episodes"], s["steps"]
-        g, envs = self.games, s["envs"]
-        if envs["board"].shape != g.board.shape:
+        g, envs, xp = self.games, s["envs"], self.xp
+        if tuple(envs["board"].shape) != tuple(g.board.shape):
             raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {len(g)}")
+        saved_on = "cuda" if "device" in s["rng"] else "cpu"
+        if saved_on != ("cuda" if xp.is_torch else "cpu"):
+            raise CheckpointError(f"this run was trained with device={saved_on}; resume it with device={saved_on}")
         for name in GAME_ARRAYS:
-            getattr(g, name)[:] = envs[name].numpy()
+            getattr(g, name)[:] = xp.asarray(envs[name].numpy())
         for name in TRAINER_ARRAYS:
-            getattr(self, name)[:] = envs[name].numpy()
-        self.rng.bit_generator.state = s["rng"]["numpy"]
+            getattr(self, name)[:] = xp.asarray(envs[name].numpy())
+        if xp.is_torch:
+            self.rng.set_state(s["rng"]["device"])
+        else:
+            self.rng.bit_generator.state = s["rng"]["numpy"]
         torch.set_rng_state(s["rng"]["torch"])
         random.setstate(s["rng"]["python"])
 
@@ -485,19 +543,21 @@ def check(cfg: DictConfig, game: Game) -> None:
 def train(cfg: DictConfig, run: Run) -> dict:
     """Train with the curriculum on the schedule of ``run`` (evaluations, checkpoints, log lines)."""
     a = cfg.agent
-    rng = np.random.default_rng(int(cfg.seed))
-    trainer = Trainer(run.game, cfg.network, a, int(cfg.num_envs), rng)
+    rng = arrays_for(array_device(run.device)).generator(int(cfg.seed))
+    trainer = Trainer(run.game, cfg.network, a, int(cfg.num_envs), rng, device=run.device)
     if run.resumed is not None:
         trainer.load_state_dict(run.resumed["trainer"])
     path = run.checkpoint_path()
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
+    play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks))
+
     def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, trainer.rules)
+        return DQNPlayer(run.game, trainer.net, network, play_rules)
 
     def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": network, "rules": asdict(trainer.rules),
+                               "network": network, "rules": asdict(play_rules),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 
@@ -505,7 +565,8 @@ def train(cfg: DictConfig, run: Run) -> dict:
         run.log("train/td_loss", trainer.take_loss(), ep)
         run.log("train/epsilon", epsilon_at(a, ep), ep)
         run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], ep)
-        run.log("train/benchmark_share", float((trainer.kind == OPPONENT_PHASES["benchmark"]).mean()), ep)
+        share = float((trainer.kind == OPPONENT_PHASES["benchmark"]).sum()) / len(trainer.kind)
+        run.log("train/benchmark_share", share, ep)
         run.log("train/frozen_refreshes", trainer.frozen_refreshes, ep)
         return f"opponent {trainer.phase_label()}"
 
@@ -527,6 +588,7 @@ class DQNPlayer(BatchPlayer):
     """
 
     name = "dqn"
+    batched_on_device = True
 
     def __init__(self, game: Game, net: ValueNet, network: dict | None = None, rules: Rules = Rules()) -> None:
         super().__init__(game)
@@ -539,15 +601,17 @@ class DQNPlayer(BatchPlayer):
         """The same network playing alone, with no rule in move selection."""
         return DQNPlayer(self.game, self.net, self.network, NO_RULES)
 
-    def values(self, games: BatchedGames, rows: np.ndarray) -> torch.Tensor:
+    def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` as this player ranks them (its rules applied)."""
         return afterstate_values(self.net, games, rows, self.rules)
 
-    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
-        actions = np.full(len(games), -1, dtype=np.int64)
-        live = np.flatnonzero(~games.done)
+    def act_batch(self, games: BatchedGames, rng=None):
+        """Greedy moves of numpy games, or of games on a device (wherever the network is)."""
+        xp = games.xp
+        actions = xp.full(len(games), -1, "int64")
+        live = xp.flatnonzero(~games.done)
         if len(live):
-            actions[live] = self.values(games, live).numpy().argmax(1)
+            actions[live] = xp.from_tensor(self.values(games, live)).argmax(1)
         return actions
 
     def learn_from_game(self, states: list[State]) -> bool:
@@ -556,9 +620,11 @@ class DQNPlayer(BatchPlayer):
             r = self.rules
             cfg = Config(opponent="self_play", opponent_after="self_play", exact_wins=r.wins, exact_losses=r.losses,
                          exact_forks=r.forks, gamma=r.gamma)
-            self._learner = Trainer(self.game, None, cfg, 1, np.random.default_rng(0), net=self.net)
+            device = "cpu" if module_device(self.net).type == "cpu" else "cuda"  # learn where the network is
+            self._learner = Trainer(self.game, None, cfg, 1, arrays_for(array_device(device)).generator(0),
+                                    net=self.net, device=device)
         for state in states[1:]:
-            self._learner.step(np.array([state.last_action]))
+            self._learner.step(self._learner.xp.asarray(np.array([state.last_action])))
         return True
 
     def action_values(self, state: State) -> dict[int, float]:
@@ -582,13 +648,24 @@ def player_from_checkpoint(payload: dict) -> DQNPlayer:
 
 
 # ------------------------------------------------------------------------------------- throughput
-def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", seed: int = 0) -> float:
-    """Training episodes per second of the structured deep network against random (``ttt.perf``)."""
+def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", seed: int = 0,
+                        device: str = "cpu") -> float:
+    """Training episodes per second of the structured deep network against random (``ttt.perf``).
+
+    On a GPU the first plies (CUDA start-up, kernel selection) are played before the clock starts.
+    """
     network = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": False})
     agent = Config(opponent="random", opponent_after="random")
     torch.manual_seed(seed)
-    trainer = Trainer(make_game(board), network, agent, num_envs, np.random.default_rng(seed))
+    xp = arrays_for(array_device(device))
+    trainer = Trainer(make_game(board), network, agent, num_envs, xp.generator(seed), device=device)
+    if xp.is_torch:
+        for _ in range(3):
+            trainer.step()
+    xp.synchronize()
+    start = trainer.episodes
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         trainer.step()
-    return trainer.episodes / (time.perf_counter() - t0)
+    xp.synchronize()
+    return (trainer.episodes - start) / (time.perf_counter() - t0)

@@ -8,7 +8,9 @@ These answer exact one- and two-move questions from the rules alone, for many bo
 * ``move_tactics``: for every legal move of the player to move, whether it wins at once, whether it
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
-  opponent has none, so the opponent can block only one of them (a win in the mover's next move).
+  opponent has none, so the opponent can block only one of them (a win in the mover's next move);
+* ``forced_wins``: the moves that win by force at the mover's next move, whatever the reply (every
+  fork, and with gravity also e.g. a threat whose only block makes a second winning cell playable).
 
 Gravity is respected: a cell is playable when the cell below it is filled, and a move can make the
 cell above it playable, for either side.
@@ -19,40 +21,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
 
 
-def completing_moves(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+def completing_moves(board, player, legal, game: Game):
     """(B, cells) bool: legal moves that complete a line of ``player`` (per row) at once.
 
     A move completes a line when that line holds k-1 of the player's pieces and the move's cell is
-    the line's only empty cell.
+    the line's only empty cell. numpy arrays or torch tensors (``ttt.games.arrays``), alike.
     """
     return completing_cells(board, player, game) & legal
 
 
-def completing_cells(board: np.ndarray, player: np.ndarray, game: Game) -> np.ndarray:
+def completing_cells(board, player, game: Game):
     """(B, cells) bool: empty cells that would complete a line of ``player``, playable or not."""
-    lines = game.lines
-    vals = board[:, lines].astype(np.int16)  # (B, L, k)
+    xp = arrays_of(board)
+    lines = xp.table(game.lines) if xp.is_torch else game.lines
+    vals = board[:, lines]  # (B, L, k)
     own = (vals == player[:, None, None]).sum(-1)
     empty = vals == 0
     ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
-    hit = np.zeros(board.shape, dtype=bool)
-    b, li = np.nonzero(ready)
-    if len(b):
-        pos = empty[b, li].argmax(-1)
-        hit[b, lines[li, pos]] = True
-    return hit
+    return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
 
 
-def playable(board: np.ndarray, game: Game) -> np.ndarray:
+def playable(board, game: Game):
     """(B, cells) bool: empty cells a piece can be placed on (with gravity, those resting on a piece)."""
     legal = board == 0
-    has = game.below >= 0
-    if has.any():
-        legal[:, has] &= board[:, game.below[has]] != 0
+    if game.gravity:
+        xp = arrays_of(board)
+        cells, below = _supported(game)
+        if xp.is_torch:
+            cells, below = xp.table(cells), xp.table(below)
+        legal[:, cells] &= board[:, below] != 0
     return legal
 
 
@@ -60,6 +63,17 @@ def blocks_line(game: Game, board: tuple[int, ...], action: int, mover: int) -> 
     """Whether ``mover`` playing ``action`` on ``board`` (one position, +1 / -1 / 0 cells) fills the only
     empty cell of a line the opponent holds otherwise."""
     return any(all(board[c] == -mover for c in line if c != action) for line in game.lines_through[action])
+
+
+_SUPPORTED: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _supported(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The cells with a cell below them, and those cells below."""
+    if game.name not in _SUPPORTED:
+        cells = np.flatnonzero(game.below >= 0)
+        _SUPPORTED[game.name] = (cells, game.below[cells])
+    return _SUPPORTED[game.name]
 
 
 @dataclass
@@ -75,17 +89,21 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     """Win, forced-loss and fork masks of every legal move of ``player`` (per row of ``board``).
 
     ``board`` (B, cells) holds +1 / -1 / 0; ``player`` (B,) the side to move; ``legal`` (B, cells) its
-    legal moves. Exact: checked against explicit afterstates in the tests.
+    legal moves. Exact: checked against explicit afterstates in the tests. Tensors on a device make a
+    round trip through the host (the fork count's sparse bookkeeping is written for numpy).
     """
+    xp = arrays_of(board)
+    if xp.is_torch:
+        t = move_tactics(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game)
+        return MoveTactics(xp.asarray(t.win), xp.asarray(t.loss), xp.asarray(t.fork))
     k, lines = game.line_length, game.lines
-    inc = _incidence(game)  # (cells, L) float32
     me = board == player[:, None]
     empty = board == 0
-    own = me.astype(np.float32) @ inc  # (B, L) pieces per line
-    opp = (~me & ~empty).astype(np.float32) @ inc
+    own = _per_line(me, game)  # (B, L) pieces per line
+    opp = _per_line(~me & ~empty, game)
     # a line one piece short with no opposing piece has exactly one empty cell: its winning cell
-    mine_any = empty & ((((own == k - 1) & (opp == 0)).astype(np.float32) @ inc.T) > 0)
-    theirs_any = empty & ((((opp == k - 1) & (own == 0)).astype(np.float32) @ inc.T) > 0)
+    mine_any = empty & (_per_cell((own == k - 1) & (opp == 0), game) > 0)
+    theirs_any = empty & (_per_cell((opp == k - 1) & (own == 0), game) > 0)
     win = mine_any & legal
     theirs_now = theirs_any & legal
     n_theirs = theirs_now.sum(1, keepdims=True)
@@ -120,17 +138,53 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
         bb = np.concatenate([b, b])
         a = np.concatenate([x, y])  # the move
         t = np.concatenate([y, x])  # the cell it makes a winner
-        playable = legal[bb, t] | (game.below[t] == a)
-        fresh = playable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
+        reachable = legal[bb, t] | (game.below[t] == a)
+        fresh = reachable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
         np.add.at(count, (bb[fresh], a[fresh]), 1)
     fork = legal & ~win & ~loss & (count >= 2)
     return MoveTactics(win=win, loss=loss, fork=fork)
 
 
-_INCIDENCE: dict[str, np.ndarray] = {}
+_INCIDENCE: dict[str, torch.Tensor] = {}
 
 
-def _incidence(game: Game) -> np.ndarray:
+def _incidence(game: Game) -> torch.Tensor:
     if game.name not in _INCIDENCE:
-        _INCIDENCE[game.name] = game.incidence.astype(np.float32)
+        _INCIDENCE[game.name] = torch.from_numpy(game.incidence.astype(np.float32))
     return _INCIDENCE[game.name]
+
+
+# Counts by a product with the (cells, lines) incidence matrix, in torch: its thread setting holds, while
+# numpy's BLAS would start threads of its own that contend with the rest of a training process.
+def _per_line(cells: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool -> (B, L) how many of the marked cells each line holds."""
+    return (torch.from_numpy(cells.astype(np.float32)) @ _incidence(game)).numpy()
+
+
+def _per_cell(lines: np.ndarray, game: Game) -> np.ndarray:
+    """(B, L) bool -> (B, cells) how many marked lines pass through each cell."""
+    return (torch.from_numpy(lines.astype(np.float32)) @ _incidence(game).T).numpy()
+
+
+def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool: moves of ``player`` that win by force in three plies (not at once).
+
+    Such a move does not complete a line, leaves the opponent no immediate win, and after every legal
+    reply of the opponent ``player`` can complete a line. Every ``move_tactics`` fork is one; on a free
+    board they are exactly the forks, with gravity a threat whose only block makes a second winning cell
+    playable above it is one too. Exact: the afterstate of every candidate move is built and each
+    reply checked with ``move_tactics`` (memory grows with B * cells * lines: pass a few hundred boards).
+    """
+    t = move_tactics(board, player, legal, game)
+    out = np.zeros_like(legal)
+    b, a = np.nonzero(legal & ~t.win & ~t.loss)
+    if len(b) == 0:
+        return out
+    after = board[b].copy()
+    after[np.arange(len(b)), a] = player[b]
+    replies = playable(after, game)
+    # the opponent has no winning reply (the move left it none), so every reply must lose at once
+    reply = move_tactics(after, -player[b], replies, game)
+    forced = replies.any(1) & ~(replies & ~reply.loss).any(1)
+    out[b[forced], a[forced]] = True
+    return out

@@ -14,6 +14,8 @@ class Player:
     """
 
     name: str = "player"
+    # True when ``act_batch`` also takes games on a device with a ``torch.Generator`` (ttt.games.arrays)
+    batched_on_device: bool = False
 
     def __init__(self, game: Game) -> None:
         self.game = game

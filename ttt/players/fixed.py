@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ttt.games import BatchedGames, State, random_legal_actions
+from ttt.games import BatchedGames, Game, State, random_legal_actions
+from ttt.games.arrays import arrays_for
 from ttt.games.threats import completing_moves
 from ttt.players.base import BatchPlayer, Player
 
@@ -13,6 +14,7 @@ class RandomPlayer(Player):
     """Uniform over the legal moves."""
 
     name = "random"
+    batched_on_device = True
 
     def act(self, state: State, rng: np.random.Generator) -> int:
         legal = state.legal_actions()
@@ -30,23 +32,33 @@ class BenchmarkPlayer(BatchPlayer):
     """
 
     name = "benchmark"
+    batched_on_device = True
 
-    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+    def __init__(self, game: Game) -> None:
+        super().__init__(game)
+        # with gravity, the cells that have a cell directly above them, and those cells above
+        self._has_above = np.flatnonzero(game.above >= 0)
+        self._above = game.above[self._has_above]
+
+    def act_batch(self, games: BatchedGames, rng) -> np.ndarray:
+        """numpy games and a numpy generator, or games on a device and a ``torch.Generator``."""
+        xp = arrays_for(games.device)
         legal = games.legal_mask()
         me = games.to_play
         win = completing_moves(games.board, me, legal, self.game)
         # every empty cell that would complete an opponent's line; the playable ones are the blocks
         opp_threat = completing_moves(games.board, -me, games.board == 0, self.game)
         block = opp_threat & legal
-        choice = legal.copy()
+        choice = legal
         if self.game.gravity:
             # a move is unsafe when the cell above it would complete the opponent's line
-            above = self.game.above
-            unsafe = np.zeros_like(legal)
-            has_above = above >= 0
-            unsafe[:, has_above] = opp_threat[:, above[has_above]]
+            has_above, above = self._has_above, self._above
+            if xp.is_torch:
+                has_above, above = xp.table(has_above), xp.table(above)
+            unsafe = xp.zeros(tuple(legal.shape), "bool")
+            unsafe[:, has_above] = opp_threat[:, above]
             safe = legal & ~unsafe
-            choice = np.where(safe.any(1, keepdims=True), safe, choice)
-        choice = np.where(block.any(1, keepdims=True), block, choice)
-        choice = np.where(win.any(1, keepdims=True), win, choice)
+            choice = xp.where(safe.any(1)[:, None], safe, choice)
+        choice = xp.where(block.any(1)[:, None], block, choice)
+        choice = xp.where(win.any(1)[:, None], win, choice)
         return random_legal_actions(choice, rng)
