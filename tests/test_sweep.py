@@ -22,7 +22,7 @@ def joblib_sweep(tmp_path_factory):
     sweep = tmp_path_factory.mktemp("sweep") / "sweep"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ttt.train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-         "+experiment=td_33_boltzmann", "episodes=200", "eval_every=100", "eval_games=20", "agent.log_every=50",
+         "+experiment=td_33_boltzmann", "episodes=200", "eval_every=100", "eval_games=20", "log_every=50",
          "progress=false", "seed=0,1", f"hydra.sweep.dir={sweep}"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -48,7 +48,7 @@ def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path):
     sweep, _, _ = joblib_sweep
     groups = group_runs(find_runs(sweep))
     (label,) = groups
-    assert label == "+experiment=td_33_boltzmann,episodes=200,eval_every=100,eval_games=20,agent.log_every=50"
+    assert label == "+experiment=td_33_boltzmann,episodes=200,eval_every=100,eval_games=20,log_every=50"
     assert sorted(r.seed for r in groups[label]) == [0, 1]
 
     spec = importlib.util.spec_from_file_location("summarize", ROOT / "experiments" / "summarize.py")
