@@ -424,3 +424,55 @@ def test_fork_rules_in_move_selection_take_a_fork_and_stop_the_opponents():
     assert values[2] == pytest.approx(-GAMMA) and all(values[a] > -GAMMA for a in (0, 6, 7))
     alone = DQNPlayer(game, net, rules=forks).without_rules().action_values(state)
     assert alone[2] != pytest.approx(-GAMMA)
+
+
+def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
+    from ttt.games.threats import threat_forks
+
+    game = make_game("3x3x3")
+    rng = np.random.default_rng(2)
+    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
+    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True, gamma=GAMMA, threats=1))
+    found = 0
+    for _ in range(300):  # positions of random games until a few have a threat that forces a fork
+        state = game.initial_state()
+        for _ in range(int(rng.integers(2, 8))):
+            if state.is_terminal():
+                break
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        if state.is_terminal():
+            continue
+        b = np.array(state.board, np.int8)[None]
+        me = np.array([state.to_play()], np.int8)
+        legal = state.legal_mask()[None]
+        t = move_tactics(b, me, legal, game)
+        forcing = threat_forks(b, me, legal, game, t)[0]
+        if not forcing.any():
+            continue
+        values = player.action_values(state)
+        for a in np.flatnonzero(forcing):
+            assert values[int(a)] == pytest.approx(GAMMA**2)
+        found += 1
+        if found == 5:
+            break
+    assert found == 5
+
+
+def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
+    def trainer():
+        return make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=6)
+
+    t = trainer()
+    for _ in range(5):
+        batch = t.step()
+    extra = batch.rows == -1
+    assert 0 < extra.sum() <= 6  # at most ``random_labels`` examples from the random-play games
+    assert all(np.isclose(v, [1.0, -1.0, GAMMA]).any() for v in batch.targets[extra])
+    torch.save(t.state_dict(), tmp_path / "t.pt")
+    other = trainer()
+    other.load_state_dict(torch.load(tmp_path / "t.pt", weights_only=True))
+    for _ in range(20):
+        t.step()
+        other.step()
+    for k, v in t.net.state_dict().items():
+        assert torch.equal(v, other.net.state_dict()[k])

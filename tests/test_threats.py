@@ -140,3 +140,39 @@ def test_forced_win_by_a_threat_whose_block_opens_the_cell_above():
     assert not completing_moves(board[None], -x, legal, game).any()
     assert set(np.flatnonzero(forced_wins(board[None], x, legal, game)[0])) == {0, 3}
     assert set(np.flatnonzero(move_tactics(board[None], x, legal, game).fork[0])) == {3}
+
+
+def _forced_in_five(game, board, player, a):
+    """Brute force: after a, every opponent reply but one loses at once, and after that one the mover
+    has a fork (move_tactics' fork is checked against explicit afterstates above)."""
+    after = board.copy()
+    after[a] = player
+    legal = _legal(game, after)
+    opp = np.array([-player], np.int8)
+    replies = move_tactics(after[None], opp, legal[None], game)
+    if replies.win.any():
+        return False
+    saving = np.flatnonzero(legal & ~replies.loss[0])
+    if len(saving) != 1:
+        return False
+    block = after.copy()
+    block[saving[0]] = -player
+    mover = np.array([player], np.int8)
+    return bool(move_tactics(block[None], mover, _legal(game, block)[None], game).fork.any())
+
+
+@pytest.mark.parametrize("name", ["3x3x3", "4x4x4", "4x4x4_gravity"])
+def test_threat_forks_match_a_brute_force_search(name):
+    from ttt.games.threats import threat_forks
+
+    game = make_game(name)
+    boards, players = random_positions(game, 200, seed=5)
+    legal = np.stack([_legal(game, b) for b in boards])
+    t = move_tactics(boards, players, legal, game)
+    found = threat_forks(boards, players, legal, game, t)
+    hits = 0
+    for i in range(len(boards)):
+        for a in np.flatnonzero(legal[i] & ~t.win[i] & ~t.loss[i] & ~t.fork[i]):
+            assert found[i, a] == _forced_in_five(game, boards[i], players[i], a), (name, i, a)
+        hits += found[i].any()
+    assert hits > 0

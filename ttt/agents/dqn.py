@@ -50,7 +50,7 @@ from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_setting
 from ttt.device import array_device, module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.arrays import NUMPY, arrays_for, arrays_of
-from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable, threat_forks
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.training import OPPONENT_PHASES, Run, run_command
@@ -82,10 +82,12 @@ class Config:
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
     exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
     play_forks: bool = False  # the trained player (evaluations, checkpoint) uses the fork rule; training moves do not
+    play_threats: int = 0  # ... and chains of up to this many forcing threats ending in a fork (Rules.threats)
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
     fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
+    random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
     def __post_init__(self) -> None:
@@ -127,20 +129,23 @@ class Rules:
     a position one move from a win is worth gamma, so the estimate alone ranks them too close).
     ``losses``: a move after which the opponent can complete a line scores -1. ``forks``: a move that
     makes two winning cells the opponent cannot both block scores ``gamma`` (a win on the next move),
-    and one after which the opponent has such a move scores ``-gamma``. All off: the network alone.
+    and one after which the opponent has such a move scores ``-gamma``. ``threats`` = D: a move that wins
+    through a chain of d <= D threats (each block forced) ending in a fork scores ``gamma**(d+1)``, and
+    one after which the opponent has such a move ``-gamma**(d+1)`` (``threat_forks``). All off: the network alone.
     """
 
     wins: bool = True
     losses: bool = False
     forks: bool = False
     gamma: float = 0.9
+    threats: int = 0
 
     @staticmethod
     def of(a: Config) -> Rules:
         return Rules(bool(a.exact_wins), bool(a.exact_losses), bool(a.exact_forks), float(a.gamma))
 
     def needs_tactics(self) -> bool:
-        return self.losses or self.forks
+        return self.losses or self.forks or self.threats > 0
 
 
 NO_RULES = Rules(wins=False)
@@ -168,8 +173,9 @@ def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rule
     values = net.afterstate_values(tensor(xp.astype(views, "float32")), tensor(legal))
     if rules.needs_tactics():
         t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
-        if rules.forks:
-            exact, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells)
+        if rules.forks or rules.threats > 0:
+            exact, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells,
+                                       threats=rules.threats)
             values = torch.where(tensor(known), tensor(exact), values)
         if rules.losses:
             values.masked_fill_(tensor(t.loss), -1.0)
@@ -233,7 +239,7 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
 
 
 def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game, defence: int = 0,
-                rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+                rng: np.random.Generator | None = None, threats: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own):
     ``(value, known)``, both (B, cells).
 
@@ -241,8 +247,10 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     (two winning cells the opponent cannot both block) ``gamma``, a win on the mover's next move. With
     ``defence`` > 0, up to that many other legal afterstates per board (drawn by ``rng`` when fewer
     than all) are checked for a fork of the opponent: one there is a loss in two of the opponent's
-    moves, worth ``-gamma``. numpy arrays or tensors on one device (``rng`` then a ``torch.Generator``
-    there), alike.
+    moves, worth ``-gamma``. With ``threats`` = D > 0, a move that wins through a chain of d <= D
+    threats, each block forced, ending in a fork (``threat_forks``) is worth ``gamma**(d+1)``, and,
+    among the afterstates checked, one where the opponent has such a move ``-gamma**(d+1)``. numpy
+    arrays or tensors on one device (``rng`` then a ``torch.Generator`` there), alike.
     """
     xp = arrays_of(views)
     value = xp.zeros(tuple(tactics.win.shape), "float32")
@@ -250,6 +258,12 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     value[tactics.loss] = -1.0
     value[tactics.win] = 1.0
     known = tactics.win | tactics.loss | tactics.fork
+    ones = xp.full(views.shape[0], 1, "int8")
+    for d in range(1, threats + 1):  # the shortest chain of threats gives the value
+        attack = _threat_forks(xp.astype(views, "int8"), ones, playable(xp.astype(views, "int8"), game), game,
+                               tactics, d) & ~known
+        value[attack] = gamma ** (d + 1)
+        known |= attack
     if defence > 0:
         rest = playable(xp.astype(views, "int8"), game) & ~known
         if defence < rest.shape[1]:
@@ -260,10 +274,25 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
         after = xp.astype(views[e], "int8")
         after[xp.arange(len(e)), a] = 1
         them = xp.full(len(e), -1, "int8")
-        lost = move_tactics(after, them, playable(after, game), game).fork.any(1)
+        reach = playable(after, game)
+        reply = move_tactics(after, them, reach, game)
+        lost = reply.fork.any(1)
         value[e[lost], a[lost]] = -gamma
         known[e[lost], a[lost]] = True
+        for d in range(1, threats + 1):
+            later = ~known[e, a] & _threat_forks(after, them, reach, game, reply, d).any(1)
+            value[e[later], a[later]] = -gamma ** (d + 1)
+            known[e[later], a[later]] = True
     return value, known
+
+
+def _threat_forks(board, player, legal, game: Game, tactics: MoveTactics, depth: int):
+    """``threat_forks`` on numpy arrays or tensors (tensors go through the host)."""
+    xp = arrays_of(board)
+    if not xp.is_torch:
+        return threat_forks(board, player, legal, game, tactics, depth)
+    host = MoveTactics(*(xp.numpy(m) for m in (tactics.win, tactics.loss, tactics.fork)))
+    return xp.asarray(threat_forks(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game, host, depth))
 
 
 def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
@@ -322,6 +351,9 @@ class Trainer:
         self.loss_count = 0
         self._refresh_frozen()
         self._new_games(envs, xp.zeros(num_envs, "int64"))
+        # positions of random play, one ply further every step, labelled by the rules alone: the positions
+        # self-play rarely reaches (several open threats at once) still teach the network what the rules know
+        self.label_games = BatchedGames(game, agent_cfg.random_labels, xp.device) if agent_cfg.random_labels else None
 
     @property
     def frozen(self) -> ValueNet | None:
@@ -424,6 +456,8 @@ class Trainer:
         ]
         if a.rule_labels and tactics is not None:
             parts.append(rule_targets(lrn, views, tactics, float(a.gamma), self.game, a.fork_defence_labels, rng))
+        if self.label_games is not None:
+            parts.append(self._random_position_labels())
         batch = Targets.concat(parts)
         self._update(batch.obs, batch.targets)
 
@@ -439,6 +473,22 @@ class Trainer:
             self.episodes += len(ended)
             self._refresh_frozen()
         return batch
+
+    def _random_position_labels(self) -> Targets:
+        """``random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the positions of the
+        random-play games, which then move on one random ply."""
+        lg, xp, a = self.label_games, self.xp, self.a
+        board, to_play, legal = lg.board, lg.to_play, lg.legal_mask()
+        views = xp.astype(board * to_play[:, None], "float32")
+        labels = rule_targets(xp.arange(len(lg)), views, move_tactics(board, to_play, legal, self.game),
+                              float(a.gamma), self.game)
+        if len(labels.targets) > a.random_labels:  # a uniform subset, so the update's size stays bounded
+            keys = xp.random(self.rng, (1, len(labels.targets)))
+            pick = xp.flatnonzero(keys[0] <= xp.kth_smallest(keys, a.random_labels)[0])
+            labels = Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
+        lg.play(random_legal_actions(legal, self.rng), check=False)
+        lg.reset(lg.done)
+        return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64"))
 
     def _opponent_moves(self, rows, chosen) -> None:
         g, rng, a = self.games, self.rng, self.a
@@ -502,6 +552,8 @@ class Trainer:
             "steps": self.steps,
             "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
                      **{name: saved(getattr(self, name)) for name in TRAINER_ARRAYS}},
+            "label_games": None if self.label_games is None else
+            {name: saved(getattr(self.label_games, name)) for name in GAME_ARRAYS},
             "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
         }
 
@@ -525,6 +577,9 @@ class Trainer:
             getattr(g, name)[:] = xp.asarray(envs[name].numpy())
         for name in TRAINER_ARRAYS:
             getattr(self, name)[:] = xp.asarray(envs[name].numpy())
+        if self.label_games is not None:
+            for name in GAME_ARRAYS:
+                getattr(self.label_games, name)[:] = xp.asarray(s["label_games"][name].numpy())
         if xp.is_torch:
             self.rng.set_state(s["rng"]["device"])
         else:
@@ -550,7 +605,8 @@ def train(cfg: DictConfig, run: Run) -> dict:
     path = run.checkpoint_path()
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
-    play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks))
+    play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks),
+                         threats=max(trainer.rules.threats, int(a.play_threats)))
 
     def player() -> DQNPlayer:
         return DQNPlayer(run.game, trainer.net, network, play_rules)

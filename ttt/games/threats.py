@@ -188,3 +188,42 @@ def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: 
     forced = replies.any(1) & ~(replies & ~reply.loss).any(1)
     out[b[forced], a[forced]] = True
     return out
+
+
+def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
+                 tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
+    """(B, cells) bool: moves of ``player`` that win by force through a chain of at most ``depth`` threats.
+
+    Such a move is no win, loss or fork (``move_tactics``); afterwards the mover has exactly one
+    playable winning cell w and the opponent none, so the opponent must take w, and after that the
+    mover has a fork (which already accounts for any threat the block at w made) or, with ``depth`` > 1,
+    another such threat of depth - 1: a win in 2 * depth + 3 plies at most. With gravity, a block that
+    lifts a winning cell of the mover into reach is left out (a win in three, ``forced_wins``). Exact:
+    the afterstates are built and checked with ``move_tactics``.
+    """
+    t = move_tactics(board, player, legal, game) if tactics is None else tactics
+    out = np.zeros_like(legal)
+    b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork)
+    if len(b) == 0:
+        return out
+    after = board[b].copy()
+    after[np.arange(len(b)), a] = player[b]
+    mine = completing_moves(after, player[b], playable(after, game), game)
+    single = mine.sum(1) == 1  # the loss mask already rules out an immediate win of the opponent
+    b, a, after = b[single], a[single], after[single]
+    if len(b) == 0:
+        return out
+    w = mine[single].argmax(1)
+    after[np.arange(len(b)), w] = -player[b]  # the forced block
+    reach = playable(after, game)
+    reply = move_tactics(after, player[b], reach, game)
+    # a block that lifts a winning cell of the mover into reach is a win in three (``forced_wins``)
+    won = reply.fork.any(1) & ~reply.win.any(1)
+    if depth > 1:
+        more = ~won & ~reply.win.any(1)
+        if more.any():
+            idx = np.flatnonzero(more)
+            sub = MoveTactics(reply.win[idx], reply.loss[idx], reply.fork[idx])
+            won[idx] = threat_forks(after[idx], player[b][idx], reach[idx], game, sub, depth - 1).any(1)
+    out[b[won], a[won]] = True
+    return out
