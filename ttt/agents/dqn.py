@@ -50,7 +50,7 @@ from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_setting
 from ttt.device import array_device, module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game, random_legal_actions
 from ttt.games.arrays import NUMPY, arrays_for, arrays_of
-from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable, threat_forks
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable, threat_depths
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer, BenchmarkPlayer
 from ttt.training import OPPONENT_PHASES, Run, run_command
@@ -259,11 +259,13 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     value[tactics.win] = 1.0
     known = tactics.win | tactics.loss | tactics.fork
     ones = xp.full(views.shape[0], 1, "int8")
-    for d in range(1, threats + 1):  # the shortest chain of threats gives the value
-        attack = _threat_forks(xp.astype(views, "int8"), ones, playable(xp.astype(views, "int8"), game), game,
-                               tactics, d) & ~known
-        value[attack] = gamma ** (d + 1)
-        known |= attack
+    if threats:  # the shortest chain of threats gives the value
+        chain = _threat_depths(xp.astype(views, "int8"), ones, playable(xp.astype(views, "int8"), game), game,
+                               tactics, threats)
+        for d in range(1, threats + 1):
+            attack = (chain == d) & ~known
+            value[attack] = gamma ** (d + 1)
+            known |= attack
     if defence > 0:
         rest = playable(xp.astype(views, "int8"), game) & ~known
         if defence < rest.shape[1]:
@@ -279,20 +281,24 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
         lost = reply.fork.any(1)
         value[e[lost], a[lost]] = -gamma
         known[e[lost], a[lost]] = True
-        for d in range(1, threats + 1):
-            later = ~known[e, a] & _threat_forks(after, them, reach, game, reply, d).any(1)
-            value[e[later], a[later]] = -gamma ** (d + 1)
-            known[e[later], a[later]] = True
+        if threats:
+            chain = _threat_depths(after, them, reach, game, reply, threats)
+            longer = xp.where(chain > 0, chain, threats + 1)
+            shortest = longer.amin(1) if xp.is_torch else longer.min(1)
+            for d in range(1, threats + 1):
+                later = ~known[e, a] & (shortest == d)
+                value[e[later], a[later]] = -gamma ** (d + 1)
+                known[e[later], a[later]] = True
     return value, known
 
 
-def _threat_forks(board, player, legal, game: Game, tactics: MoveTactics, depth: int):
-    """``threat_forks`` on numpy arrays or tensors (tensors go through the host)."""
+def _threat_depths(board, player, legal, game: Game, tactics: MoveTactics, depth: int):
+    """``threat_depths`` on numpy arrays or tensors (tensors go through the host)."""
     xp = arrays_of(board)
     if not xp.is_torch:
-        return threat_forks(board, player, legal, game, tactics, depth)
+        return threat_depths(board, player, legal, game, tactics, depth)
     host = MoveTactics(*(xp.numpy(m) for m in (tactics.win, tactics.loss, tactics.fork)))
-    return xp.asarray(threat_forks(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game, host, depth))
+    return xp.asarray(threat_depths(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game, host, depth))
 
 
 def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
@@ -475,17 +481,25 @@ class Trainer:
         return batch
 
     def _random_position_labels(self) -> Targets:
-        """``random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the positions of the
-        random-play games, which then move on one random ply."""
+        """Up to ``random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the positions of
+        the random-play games, which then move on one random ply."""
         lg, xp, a = self.label_games, self.xp, self.a
         board, to_play, legal = lg.board, lg.to_play, lg.legal_mask()
         views = xp.astype(board * to_play[:, None], "float32")
         labels = rule_targets(xp.arange(len(lg)), views, move_tactics(board, to_play, legal, self.game),
                               float(a.gamma), self.game)
-        if len(labels.targets) > a.random_labels:  # a uniform subset, so the update's size stays bounded
-            keys = xp.random(self.rng, (1, len(labels.targets)))
-            pick = xp.flatnonzero(keys[0] <= xp.kth_smallest(keys, a.random_labels)[0])
-            labels = Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
+        # a bounded sample, a third for each kind of label: immediate losses outnumber wins and forks by
+        # some thirty to one in random play, and a uniform sample taught the network little but losses
+        keys = xp.random(self.rng, (1, len(labels.targets)))[0]
+        pick = []
+        for kind in (labels.targets == 1.0, labels.targets == -1.0, (labels.targets > 0) & (labels.targets < 1)):
+            idx = xp.flatnonzero(kind)
+            share = a.random_labels // 3
+            if len(idx) > share:
+                idx = idx[keys[idx] <= xp.kth_smallest(keys[idx][None], share)[0]] if share else idx[:0]
+            pick.append(idx)
+        pick = xp.concat(pick)
+        labels = Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64"))
@@ -607,9 +621,12 @@ def train(cfg: DictConfig, run: Run) -> dict:
 
     play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks),
                          threats=max(trainer.rules.threats, int(a.play_threats)))
+    # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
+    # final evaluation and the checkpoint use the trained player's whole rules
+    eval_rules = replace(play_rules, threats=0)
 
-    def player() -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, play_rules)
+    def player(final: bool = False) -> DQNPlayer:
+        return DQNPlayer(run.game, trainer.net, network, play_rules if final else eval_rules)
 
     def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
@@ -631,7 +648,7 @@ def train(cfg: DictConfig, run: Run) -> dict:
     while trainer.episodes < total:
         trainer.step()
         run.tick(trainer.episodes, player, save, log)
-    results = run.finish(player, trainer.episodes, save, games=int(a.final_eval_games))
+    results = run.finish(lambda: player(final=True), trainer.episodes, save, games=int(a.final_eval_games))
     return run.write_final(results, extra={"command": run_command(), "seed": int(cfg.seed), "network": network})
 
 

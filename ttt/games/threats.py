@@ -192,17 +192,25 @@ def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: 
 
 def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
                  tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
-    """(B, cells) bool: moves of ``player`` that win by force through a chain of at most ``depth`` threats.
+    """(B, cells) bool: moves of ``player`` that win by force through a chain of at most ``depth`` threats
+    (``threat_depths`` > 0)."""
+    return threat_depths(board, player, legal, game, tactics, depth) > 0
+
+
+def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
+                  tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
+    """(B, cells) int: for every move of ``player``, the shortest chain of forcing threats (at most
+    ``depth``) through which it wins by force, 0 for none.
 
     Such a move is no win, loss or fork (``move_tactics``); afterwards the mover has exactly one
     playable winning cell w and the opponent none, so the opponent must take w, and after that the
-    mover has a fork (which already accounts for any threat the block at w made) or, with ``depth`` > 1,
-    another such threat of depth - 1: a win in 2 * depth + 3 plies at most. With gravity, a block that
-    lifts a winning cell of the mover into reach is left out (a win in three, ``forced_wins``). Exact:
-    the afterstates are built and checked with ``move_tactics``.
+    mover has a fork (which already accounts for any threat the block at w made): a chain of 1; or,
+    with ``depth`` > 1, another such move with a chain of d - 1: a win in 2 * d + 3 plies at most. With
+    gravity, a block that lifts a winning cell of the mover into reach is left out (a win in three,
+    ``forced_wins``). Exact: the afterstates are built and checked with ``move_tactics``.
     """
     t = move_tactics(board, player, legal, game) if tactics is None else tactics
-    out = np.zeros_like(legal)
+    out = np.zeros(legal.shape, dtype=np.int64)
     b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork)
     if len(b) == 0:
         return out
@@ -218,12 +226,14 @@ def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     reach = playable(after, game)
     reply = move_tactics(after, player[b], reach, game)
     # a block that lifts a winning cell of the mover into reach is a win in three (``forced_wins``)
-    won = reply.fork.any(1) & ~reply.win.any(1)
+    won = ~reply.win.any(1)
+    chain = np.where(won & reply.fork.any(1), 1, 0)
     if depth > 1:
-        more = ~won & ~reply.win.any(1)
-        if more.any():
-            idx = np.flatnonzero(more)
+        idx = np.flatnonzero(won & (chain == 0))
+        if len(idx):
             sub = MoveTactics(reply.win[idx], reply.loss[idx], reply.fork[idx])
-            won[idx] = threat_forks(after[idx], player[b][idx], reach[idx], game, sub, depth - 1).any(1)
-    out[b[won], a[won]] = True
+            deeper = threat_depths(after[idx], player[b][idx], reach[idx], game, sub, depth - 1)
+            best = np.where(deeper > 0, deeper, depth + 1).min(1)
+            chain[idx] = np.where(best <= depth - 1, best + 1, 0)
+    out[b, a] = chain
     return out
