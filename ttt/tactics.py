@@ -309,11 +309,12 @@ def has_rules(player: Player) -> bool:
     return callable(getattr(player, "without_rules", None))
 
 
-def rule_flags(player: Player) -> dict[str, bool]:
-    """The move-selection rules of ``player`` and whether each is on ({} for a player without rules)."""
+def rule_flags(player: Player) -> dict[str, bool | int]:
+    """The move-selection rules of ``player`` and whether each is on, or how deep (``threats``); {} for a
+    player without rules."""
     if not has_rules(player):
         return {}
-    return {k: v for k, v in asdict(player.rules).items() if isinstance(v, bool)}
+    return {k: v for k, v in asdict(player.rules).items() if k != "gamma"}
 
 
 def without_rules(player: Player) -> Player:

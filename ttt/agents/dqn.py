@@ -238,6 +238,9 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
 
 
+DEFENCE_SLICE = 2048  # afterstates searched for threat chains at once (bounds memory)
+
+
 def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game, defence: int = 0,
                 rng: np.random.Generator | None = None, threats: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Exact values the rules give for afterstates of the boards ``views`` (mover's view, +1 own):
@@ -272,23 +275,27 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
             # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
             keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
             rest &= keys <= xp.kth_smallest(keys, defence)
-        e, a = xp.nonzero(rest)
-        after = xp.astype(views[e], "int8")
-        after[xp.arange(len(e)), a] = 1
-        them = xp.full(len(e), -1, "int8")
-        reach = playable(after, game)
-        reply = move_tactics(after, them, reach, game)
-        lost = reply.fork.any(1)
-        value[e[lost], a[lost]] = -gamma
-        known[e[lost], a[lost]] = True
-        if threats:
-            chain = _threat_depths(after, them, reach, game, reply, threats)
-            longer = xp.where(chain > 0, chain, threats + 1)
-            shortest = longer.amin(1) if xp.is_torch else longer.min(1)
-            for d in range(1, threats + 1):
-                later = ~known[e, a] & (shortest == d)
-                value[e[later], a[later]] = -gamma ** (d + 1)
-                known[e[later], a[later]] = True
+        e_all, a_all = xp.nonzero(rest)
+        # in slices of afterstates: the threat chains search every reply of every afterstate, and one
+        # pass over a whole evaluation batch would hold gigabytes at once
+        for start in range(0, len(e_all), DEFENCE_SLICE if threats else max(len(e_all), 1)):
+            e, a = e_all[start: start + DEFENCE_SLICE], a_all[start: start + DEFENCE_SLICE]
+            after = xp.astype(views[e], "int8")
+            after[xp.arange(len(e)), a] = 1
+            them = xp.full(len(e), -1, "int8")
+            reach = playable(after, game)
+            reply = move_tactics(after, them, reach, game)
+            lost = reply.fork.any(1)
+            value[e[lost], a[lost]] = -gamma
+            known[e[lost], a[lost]] = True
+            if threats:
+                chain = _threat_depths(after, them, reach, game, reply, threats)
+                longer = xp.where(chain > 0, chain, threats + 1)
+                shortest = longer.amin(1) if xp.is_torch else longer.min(1)
+                for d in range(1, threats + 1):
+                    later = ~known[e, a] & (shortest == d)
+                    value[e[later], a[later]] = -gamma ** (d + 1)
+                    known[e[later], a[later]] = True
     return value, known
 
 
