@@ -30,6 +30,18 @@ def compose_train(tmp_path):
     GlobalHydra.instance().clear()
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Every test runs with one torch thread (tiny networks: a second thread only adds contention on a
+    busy machine) and leaves torch's thread count as it found it (``train()`` sets it from ``threads``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def solved_table_cache(tmp_path_factory):
     """Exact tables (``ttt.games.solved``) are cached in a temporary folder, not the user's cache."""

@@ -30,15 +30,6 @@ GAMMA = 0.9
 NETWORK = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": False})
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # tiny networks: a second intra-op thread only adds contention on a busy machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # Scripted 3x3 games (cells row*3+col) and the learning seat in each.
 X_WINS = ([4, 0, 2, 1, 6], 1)  # X: 4, 2, 6 completes the 2-4-6 diagonal
 X_BEATS_O = ([0, 4, 1, 8, 2], -1)  # the learner is O; X completes the top row

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
@@ -27,14 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",
         "num_envs=4", "agent.switch_episode=20"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-
-@pytest.fixture(autouse=True)
-def restore_threads():
-    # train() sets torch's thread count from cfg.threads
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
 
 
 def _command(*args: str) -> list[str]:

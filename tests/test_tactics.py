@@ -178,7 +178,8 @@ def test_rules_false_switches_the_rules_off_on_a_copy():
     player = value_player(game, Rules(wins=True, losses=True))
     bare = tt.without_rules(player)
     assert tt.rule_flags(bare) == {"wins": False, "losses": False, "forks": False, "threats": 0}
-    assert tt.rule_flags(player) == {"wins": True, "losses": True, "forks": False, "threats": 0}  # the original is unchanged
+    # the original is unchanged
+    assert tt.rule_flags(player) == {"wins": True, "losses": True, "forks": False, "threats": 0}
     assert bare.net is player.net
     with_rules = tt.suite_results(player, game)["win"]["rate"]
     alone = tt.suite_results(bare, game)["win"]["rate"]

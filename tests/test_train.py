@@ -27,14 +27,6 @@ TINY = ["+experiment=dqn_33", "episodes=60", "eval_every=30", "eval_games=10", "
         "num_envs=4", "agent.switch_episode=30"]
 
 
-@pytest.fixture(autouse=True)
-def restore_threads():
-    # train() sets torch's thread count from cfg.threads
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_dqn_experiment_composes_and_builds_its_trainer(compose_train, name):
     cfg = compose_train([f"+experiment={name}"])

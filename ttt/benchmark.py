@@ -15,7 +15,6 @@ stderr and exit status 2.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.cli import check_writable_file, run_cli, write_with_fallback
+from ttt.cli import check_writable_file, run_cli, write_json
 from ttt.config import GameConfig
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
@@ -135,8 +134,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
             print(report(seats), file=out, flush=True)
             result["exploitability"] = [s.as_dict() for s in seats]
     if cfg.output:
-        text = json.dumps(result, indent=2) + "\n"
-        path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")
+        path = write_json(cfg.output, result, "results")
         print(f"wrote {path}", file=out)
     return result
 

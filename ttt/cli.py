@@ -128,6 +128,14 @@ def fallback_path(path: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"{path.stem}.{stamp}.{os.getpid()}{path.suffix}"
 
 
+def write_json(path: str | os.PathLike, data: Any, what: str) -> Path:
+    """``data`` as indented JSON at ``path`` (through ``write_with_fallback``); returns where it went."""
+    import json
+
+    text = json.dumps(data, indent=2) + "\n"
+    return write_with_fallback(path, lambda p: p.write_text(text), what)
+
+
 def write_with_fallback(path: str | os.PathLike, write: Callable[[Path], Any], what: str) -> Path:
     """``write(path)``; when that fails with an OSError, ``write(fallback_path(path))`` and raise
     OutputError naming both. Returns ``path`` when the first write succeeded."""

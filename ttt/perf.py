@@ -26,14 +26,13 @@ fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exi
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from ttt.cli import check_writable_file, run_cli, write_with_fallback
+from ttt.cli import check_writable_file, run_cli, write_json
 from ttt.device import DeviceError, array_device, resolve_device
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
@@ -333,8 +332,7 @@ def measure(argv: list[str]) -> dict:
             print(f"engine  {settings.engine_batch:,} games side by side", flush=True)
         out[name] = SECTIONS[name](seconds, settings)
     if output:
-        text = json.dumps(out, indent=2)
-        write_with_fallback(output, lambda p: p.write_text(text), "measurements")
+        write_json(output, out, "measurements")
     return out
 
 

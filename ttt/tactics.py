@@ -47,7 +47,6 @@ evaluation on boards with suites (``tactics_rates``, called from ``ttt.training.
 from __future__ import annotations
 
 import io
-import json
 import sys
 import time
 import zipfile
@@ -61,7 +60,7 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.cli import check_writable_file, run_cli, write_with_fallback
+from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
 from ttt.config import GameConfig
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
@@ -404,8 +403,7 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": applies,
               "rule_flags": flags, "suites": results}
     if cfg.output:
-        text = json.dumps(result, indent=2) + "\n"
-        path = write_with_fallback(cfg.output, lambda p: p.write_text(text), "results")
+        path = write_json(cfg.output, result, "results")
         print(f"wrote {path}", file=out)
     return result
 
