@@ -238,7 +238,7 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
 
 
-DEFENCE_SLICE = 2048  # afterstates searched for threat chains at once (bounds memory)
+DEFENCE_SLICE = 512  # afterstates searched for threat chains at once (bounds memory)
 
 
 def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game, defence: int = 0,

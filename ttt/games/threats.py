@@ -211,7 +211,7 @@ def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game
     """
     t = move_tactics(board, player, legal, game) if tactics is None else tactics
     out = np.zeros(legal.shape, dtype=np.int64)
-    b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork)
+    b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork & _may_threaten(board, player, game))
     if len(b) == 0:
         return out
     after = board[b].copy()
@@ -237,3 +237,22 @@ def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game
             chain[idx] = np.where(best <= depth - 1, best + 1, 0)
     out[b, a] = chain
     return out
+
+
+def _may_threaten(board: np.ndarray, player: np.ndarray, game: Game) -> np.ndarray:
+    """(B, cells) bool: cells where a piece of ``player`` can leave a winning cell of its own: on a line
+    with k-2 of its pieces and none of the opponent's, or (gravity) below a winning cell out of reach;
+    every cell where the player already has a winning cell in reach (a quiet move keeps that threat).
+    Only such moves can be threats, so the search builds no other afterstates."""
+    me = board == player[:, None]
+    empty = board == 0
+    own, opp = _per_line(me, game), _per_line(~me & ~empty, game)
+    k = game.line_length
+    may = empty & (_per_cell((own == k - 2) & (opp == 0), game) > 0)
+    mine_any = completing_cells(board, player, game)
+    may |= (mine_any & playable(board, game)).any(1, keepdims=True)
+    if game.gravity:
+        above = game.above
+        has = above >= 0
+        may[:, has] |= mine_any[:, above[has]]
+    return may & empty
