@@ -289,11 +289,14 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
             value[e[lost], a[lost]] = -gamma
             known[e[lost], a[lost]] = True
             if threats:
-                chain = _threat_depths(after, them, reach, game, reply, threats)
+                open_ = xp.flatnonzero(~known[e, a])  # afterstates whose value is not known yet
+                e, a = e[open_], a[open_]
+                sub = MoveTactics(reply.win[open_], reply.loss[open_], reply.fork[open_])
+                chain = _threat_depths(after[open_], them[open_], reach[open_], game, sub, threats)
                 longer = xp.where(chain > 0, chain, threats + 1)
                 shortest = longer.amin(1) if xp.is_torch else longer.min(1)
                 for d in range(1, threats + 1):
-                    later = ~known[e, a] & (shortest == d)
+                    later = shortest == d
                     value[e[later], a[later]] = -gamma ** (d + 1)
                     known[e[later], a[later]] = True
     return value, known
