@@ -261,16 +261,16 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     value[tactics.loss] = -1.0
     value[tactics.win] = 1.0
     known = tactics.win | tactics.loss | tactics.fork
-    ones = xp.full(views.shape[0], 1, "int8")
+    boards = xp.astype(views, "int8")
+    reachable = playable(boards, game)
     if threats:  # the shortest chain of threats gives the value
-        chain = _threat_depths(xp.astype(views, "int8"), ones, playable(xp.astype(views, "int8"), game), game,
-                               tactics, threats)
+        chain = _threat_depths(boards, xp.full(len(boards), 1, "int8"), reachable, game, tactics, threats)
         for d in range(1, threats + 1):
             attack = (chain == d) & ~known
             value[attack] = gamma ** (d + 1)
             known |= attack
     if defence > 0:
-        rest = playable(xp.astype(views, "int8"), game) & ~known
+        rest = reachable & ~known
         if defence < rest.shape[1]:
             # a random subset of at most ``defence`` unlabelled moves per board: the smallest random keys
             keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0)
