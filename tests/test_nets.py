@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -129,3 +130,57 @@ def test_without_biases_the_network_is_odd_in_the_board():
             if getattr(module, "bias", None) is not None:
                 module.bias.fill_(0.1)
     assert not torch.allclose(with_bias(-boards), -with_bias(boards))
+
+
+def test_tied_detectors_share_one_block_per_orbit_and_equal_an_untied_copy():
+    game = make_game("4x4x4")
+    torch.manual_seed(0)
+    tied = build_value_net(OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": True,
+                                             "tie_orbits": True}), game)
+    untied = build_value_net(OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": True}),
+                             game)
+    # 4 orbits x (4 cells x 4 detectors + 4 biases) in the first layer, instead of 76 x (16 + 4)
+    first = count_parameters(tied.first)
+    assert first == 4 * (16 + 4)
+    assert count_parameters(tied) == count_parameters(untied) - 76 * (16 + 4) + first
+    blocks = tied.first.blocks()
+    orbits = tied.first.orbits
+    for o in range(4):
+        same = blocks[orbits == o]
+        assert (same == same[0]).all()
+    assert not torch.equal(blocks[orbits == 0][0], blocks[orbits == 1][0])
+    # the same function as an untied layer holding the expanded weights on the oriented lines
+    copy = StructuredLayer(tied.first.lines, 64, 4, bias=True)
+    with torch.no_grad():
+        copy.weight.copy_(blocks)
+        copy.bias.copy_(tied.first.biases())
+    boards = torch.randint(-1, 2, (5, 64)).float()
+    torch.testing.assert_close(copy(boards), tied.first(boards))
+    # a gradient from a single line reaches the whole orbit's block, and nothing else
+    tied.zero_grad()
+    tied.first(boards)[:, :4].sum().backward()  # the units of line 0
+    grads = tied.first.shared_weight.grad
+    assert grads[orbits[0]].abs().sum() > 0
+    assert torch.count_nonzero(grads.abs().sum((1, 2))) == 1
+    legal = boards == 0
+    e, a = legal.nonzero(as_tuple=True)
+    after = boards[e].clone()
+    after[torch.arange(len(e)), a] = 1.0
+    torch.testing.assert_close(tied.afterstate_values(boards, legal)[e, a], tied(after), atol=1e-5, rtol=1e-5)
+
+
+def test_tied_detectors_see_symmetric_boards_alike_on_a_line():
+    # a pattern on a line and its image under a symmetry give the same first-layer units (moved with the line)
+    from ttt.games.symmetry import line_orbits
+
+    game = make_game("4x4x4")
+    net = build_value_net(OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": True,
+                                            "tie_orbits": True}), game)
+    orbit, oriented = line_orbits(game.lines, game.symmetries)
+    board = torch.zeros(64)
+    board[torch.as_tensor(oriented[0][:3])] = torch.tensor([1.0, -1.0, 1.0])
+    units = net.first(board[None]).view(76, 4)
+    for m in np.flatnonzero(orbit == orbit[0])[:6]:
+        image = torch.zeros(64)
+        image[torch.as_tensor(oriented[m][:3])] = torch.tensor([1.0, -1.0, 1.0])
+        torch.testing.assert_close(net.first(image[None]).view(76, 4)[m], units[0])

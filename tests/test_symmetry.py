@@ -157,3 +157,47 @@ def test_canonical_key_distinguishes_orbits_on_4x4():
     # and a board with many images: all images share one key
     keys = {g.canonical_key(boards[0][perm]) for perm in g.symmetries}
     assert len(keys) == 1
+
+
+# orbit sizes of the lines under each board's symmetry group (sorted): on Qubic the 4 main diagonals,
+# and three orbits of 24 (the 48 axis lines split by the inside-out symmetries, and the 24 face diagonals)
+LINE_ORBITS = {
+    "3x3": [2, 2, 4],
+    "4x4": [2, 8],
+    "3x3x3": [3, 4, 6, 12, 12, 12],
+    "4x4x4": [4, 24, 24, 24],
+}
+
+
+@pytest.mark.parametrize("board", sorted(LINE_ORBITS))
+def test_line_orbits_sizes_and_orientation(board):
+    from ttt.games.symmetry import line_orbits
+
+    game = make_game(board)
+    orbit, oriented = line_orbits(game.lines, game.symmetries)
+    assert sorted(np.bincount(orbit).tolist()) == LINE_ORBITS[board]
+    assert sorted(np.unique(orbit).tolist()) == list(range(orbit.max() + 1))
+    # each oriented line has its line's cells, and is the image of its orbit's first line, cell by cell
+    assert (np.sort(oriented, 1) == np.sort(game.lines, 1)).all()
+    images = {tuple(p[line]) for line in game.lines for p in game.symmetries}
+    for o in range(orbit.max() + 1):
+        members = np.flatnonzero(orbit == o)
+        first = game.lines[members[0]]
+        assert (oriented[members[0]] == first).all()
+        reachable = {tuple(p[first]) for p in game.symmetries}
+        for m in members:
+            assert tuple(oriented[m]) in reachable
+    # two lines in different orbits: no symmetry maps one onto the other
+    a, b = np.flatnonzero(orbit == 0)[0], np.flatnonzero(orbit == 1)[0]
+    assert not any(set(p[game.lines[a]]) == set(game.lines[b]) for p in game.symmetries)
+    assert len(images) >= len(game.lines)
+
+
+def test_line_orbits_refuse_permutations_that_are_not_symmetries():
+    from ttt.games.symmetry import line_orbits
+
+    game = make_game("3x3")
+    swap = np.arange(9)
+    swap[[0, 1]] = [1, 0]  # swaps two cells: the diagonal 0-4-8 is sent to 1-4-8, not a line
+    with pytest.raises(ValueError, match="line"):
+        line_orbits(game.lines, np.stack([np.arange(9), swap]))

@@ -32,12 +32,15 @@ class GameConfig:
 @dataclass
 class NetworkConfig:
     """A value network. ``structured``: the line-detector layer (``detectors`` per line) then
-    ``hidden`` fully connected Tanh layers; ``mlp``: ``hidden`` fully connected Tanh layers."""
+    ``hidden`` fully connected Tanh layers; ``mlp``: ``hidden`` fully connected Tanh layers.
+    ``tie_orbits`` (structured): lines that a symmetry of the board maps onto each other share their
+    detectors' weights."""
 
     kind: str = "structured"
     detectors: int = 4
     hidden: list[int] = field(default_factory=lambda: [32])
     bias: bool = False
+    tie_orbits: bool = False
 
 
 @dataclass

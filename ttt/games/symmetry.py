@@ -65,3 +65,35 @@ def line_automorphisms(num_cells: int, lines: np.ndarray, cell_class: np.ndarray
     first = int(np.flatnonzero((perms == identity).all(1))[0])
     perms[[0, first]] = perms[[first, 0]]
     return perms
+
+
+def line_orbits(lines: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lines' orbits under a symmetry group, and every line's cells in an order the group gives.
+
+    ``lines`` (L, k) cell indices, ``symmetries`` (G, cells) permutations that map lines to lines
+    (``Game.symmetries``). Returns ``(orbit, oriented)``: ``orbit`` (L,) int64 numbers the orbits
+    0, 1, ... in order of their first line; ``oriented`` (L, k) lists each line's cells as the image,
+    cell by cell, of the first line of its orbit under one group element, so that position j of
+    every line in an orbit is the image of position j of the orbit's first line (identity for the
+    first line itself). Weights shared along positions of an orbit's lines (``StructuredLayer``'s
+    ``tie_orbits``) then see symmetric cells alike.
+    """
+    lines = np.asarray(lines, dtype=np.int64)
+    symmetries = np.asarray(symmetries, dtype=np.int64)
+    index = {tuple(sorted(line)): i for i, line in enumerate(lines.tolist())}
+    orbit = np.full(len(lines), -1, dtype=np.int64)
+    oriented = lines.copy()
+    count = 0
+    for i, first in enumerate(lines):
+        if orbit[i] >= 0:
+            continue
+        for perm in symmetries:  # identity first: the orbit's first line keeps its own order
+            image = perm[first]
+            j = index.get(tuple(sorted(image.tolist())))
+            if j is None:
+                raise ValueError("symmetries must map every line onto a line")
+            if orbit[j] < 0:
+                orbit[j] = count
+                oriented[j] = image
+        count += 1
+    return orbit, oriented

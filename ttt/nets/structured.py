@@ -19,15 +19,25 @@ import math
 import torch
 from torch import nn
 
+from ttt.games.symmetry import line_orbits
+
 
 class StructuredLayer(nn.Module):
     """Line detectors: ``detectors`` units per line, each seeing only the cells of its line.
 
     ``lines`` is an (L, k) tensor of cell indices (``Game.lines``). ``forward`` maps (N, num_cells) to
     the (N, L*detectors) pre-activations, ordered line by line (units ``l*D .. l*D+D-1`` belong to line l).
+
+    ``orbits`` (optional, (L,) orbit numbers 0..O-1, ``ttt.games.symmetry.line_orbits``) ties the
+    weights: every line of an orbit uses its orbit's one (k x D) block (and D biases), position j of
+    the block on position j of the line, so ``lines`` should then be oriented by the same function.
+    The layer keeps its L*D units and its block-diagonal form; only O blocks are trained, and each
+    learns from a pattern seen on any line of its orbit. ``blocks()`` and ``biases()`` give the
+    per-line weights either way.
     """
 
-    def __init__(self, lines: torch.Tensor, num_cells: int, detectors: int = 4, bias: bool = False) -> None:
+    def __init__(self, lines: torch.Tensor, num_cells: int, detectors: int = 4, bias: bool = False,
+                 orbits: torch.Tensor | None = None) -> None:
         super().__init__()
         lines = torch.as_tensor(lines, dtype=torch.long)
         if lines.ndim != 2 or lines.numel() == 0:
@@ -38,8 +48,20 @@ class StructuredLayer(nn.Module):
         self.detectors = int(detectors)
         self.register_buffer("lines", lines.clone(), persistent=False)
         num_lines, k = lines.shape
-        self.weight = nn.Parameter(torch.empty(num_lines, k, detectors))  # one (k x D) block per line
-        self.bias = nn.Parameter(torch.zeros(num_lines * detectors)) if bias else None
+        if orbits is None:
+            self.orbits = None
+            self.weight = nn.Parameter(torch.empty(num_lines, k, detectors))  # one (k x D) block per line
+            self.bias = nn.Parameter(torch.zeros(num_lines * detectors)) if bias else None
+        else:
+            orbits = torch.as_tensor(orbits, dtype=torch.long)
+            if orbits.shape != (num_lines,) or int(orbits.min()) < 0:
+                raise ValueError(f"orbits must be ({num_lines},) orbit numbers from 0, got shape {tuple(orbits.shape)}")
+            count = int(orbits.max()) + 1
+            if len(torch.unique(orbits)) != count:
+                raise ValueError("orbits must number the orbits 0, 1, ... without gaps")
+            self.register_buffer("orbits", orbits.clone(), persistent=False)
+            self.shared_weight = nn.Parameter(torch.empty(count, k, detectors))  # one block per orbit
+            self.shared_bias = nn.Parameter(torch.zeros(count, detectors)) if bias else None
         self.reset_parameters()
 
     @property
@@ -50,30 +72,49 @@ class StructuredLayer(nn.Module):
     def out_features(self) -> int:
         return self.num_lines * self.detectors
 
+    @property
+    def tied(self) -> bool:
+        return self.orbits is not None
+
+    def blocks(self) -> torch.Tensor:
+        """(L, k, D): the weights of every line's detectors (an orbit's shared block when tied)."""
+        return self.weight if self.orbits is None else self.shared_weight[self.orbits]
+
+    def biases(self) -> torch.Tensor | None:
+        """(L*D,) biases of the units, or None without biases."""
+        if self.orbits is None:
+            return self.bias
+        return None if self.shared_bias is None else self.shared_bias[self.orbits].reshape(-1)
+
     def reset_parameters(self) -> None:
         """Xavier-uniform per block: each detector has fan-in k (its line) and fan-out D."""
-        k, d = self.weight.shape[1:]
+        weight = self.weight if self.orbits is None else self.shared_weight
+        bias = self.bias if self.orbits is None else self.shared_bias
+        k, d = weight.shape[1:]
         bound = math.sqrt(6.0 / (k + d))
-        nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        nn.init.uniform_(weight, -bound, bound)
+        if bias is not None:
+            nn.init.zeros_(bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         cells = x[:, self.lines]  # (N, L, k): the cells of every line
-        out = torch.einsum("nlk,lkd->nld", cells, self.weight).reshape(x.shape[0], self.out_features)
-        return out if self.bias is None else out + self.bias
+        out = torch.einsum("nlk,lkd->nld", cells, self.blocks()).reshape(x.shape[0], self.out_features)
+        bias = self.biases()
+        return out if bias is None else out + bias
 
     def dense_weight(self) -> torch.Tensor:
         """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable)."""
-        num_lines, k, d = self.weight.shape
-        dense = self.weight.new_zeros(num_lines, self.num_cells, d)
-        rows = torch.arange(num_lines, device=self.weight.device)[:, None].expand(num_lines, k)
-        dense = dense.index_put((rows, self.lines), self.weight, accumulate=True)  # (L, cells, D)
+        blocks = self.blocks()
+        num_lines, k, d = blocks.shape
+        dense = blocks.new_zeros(num_lines, self.num_cells, d)
+        rows = torch.arange(num_lines, device=blocks.device)[:, None].expand(num_lines, k)
+        dense = dense.index_put((rows, self.lines), blocks, accumulate=True)  # (L, cells, D)
         return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_cells)
 
     def extra_repr(self) -> str:
-        return f"lines={self.num_lines}, line_length={self.weight.shape[1]}, detectors={self.detectors}, " \
-               f"bias={self.bias is not None}"
+        tied = f", tied in {int(self.orbits.max()) + 1} orbits" if self.tied else ""
+        return f"lines={self.num_lines}, line_length={self.lines.shape[1]}, detectors={self.detectors}, " \
+               f"bias={self.biases() is not None}{tied}"
 
 
 class ValueNet(nn.Module):
@@ -91,6 +132,12 @@ class ValueNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) values."""
         return self.rest(torch.tanh(self.first(x))).squeeze(-1)
+
+    def logit(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, cells) boards -> (N,) inputs of the output unit's Tanh: ``forward(x) == tanh(logit(x))``."""
+        if not isinstance(self.rest[-1], nn.Tanh):
+            raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
+        return self.rest[:-1](torch.tanh(self.first(x))).squeeze(-1)
 
     def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """Values of every legal afterstate in one pass: (E, cells) boards from the mover's view and a
@@ -113,14 +160,15 @@ class ValueNet(nn.Module):
 
     def _structured_afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         first, nxt = self.first, self.rest[0]
-        num_lines, k, d = first.weight.shape
+        blocks = first.blocks()
+        num_lines, k, d = blocks.shape
         e = boards.shape[0]
         pre = first(boards).view(e, num_lines, 1, d)
         act = torch.tanh(pre)
         z = nxt(act.reshape(e, num_lines * d))  # (E, H): the next layer at the board itself
         w_next = nxt.weight.view(-1, num_lines, d).permute(1, 2, 0)  # (L, D, H)
         # an own piece at position j of line l adds weight[l, j] to that line's detectors
-        delta = torch.tanh(pre + first.weight.unsqueeze(0)) - act  # (E, L, k, D)
+        delta = torch.tanh(pre + blocks.unsqueeze(0)) - act  # (E, L, k, D)
         delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, z.shape[1])
         z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
         z_after.index_add_(1, first.lines.reshape(-1), delta_z)
@@ -142,7 +190,8 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     ``network`` is a ``network`` config (a DictConfig or a dict): ``kind`` (``structured``: the
     line-detector layer with ``detectors`` units per line; ``mlp``: a Linear layer of ``hidden[0]``
     units), ``hidden`` (sizes of the fully connected Tanh layers; for ``mlp`` the first is the first
-    layer's) and ``bias`` (default true). ``first`` is linear in the board and is followed by a Tanh;
+    layer's), ``bias`` (default true) and ``tie_orbits`` (default false: structured only; the lines of an
+    orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``). ``first`` is linear in the board and is followed by a Tanh;
     ``layers`` are the Linear-Tanh pairs after it, ``width`` the size of the last. Linear layers get
     Xavier-uniform weights and zero biases when ``xavier``, else PyTorch's default initialisation.
     """
@@ -154,7 +203,11 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
 
     cells = game.num_cells
     if kind == "structured":
-        first: nn.Module = StructuredLayer(torch.tensor(game.lines), cells, int(network.get("detectors", 4)), bias)
+        lines, orbits = game.lines, None
+        if bool(network.get("tie_orbits", False)):
+            orbits, lines = line_orbits(game.lines, game.symmetries)
+            orbits = torch.as_tensor(orbits)
+        first: nn.Module = StructuredLayer(torch.tensor(lines), cells, int(network.get("detectors", 4)), bias, orbits)
         sizes = [first.out_features, *hidden]
     elif kind == "mlp":
         if not hidden:
