@@ -176,3 +176,16 @@ def test_threat_forks_match_a_brute_force_search(name):
             assert found[i, a] == _forced_in_five(game, boards[i], players[i], a), (name, i, a)
         hits += found[i].any()
     assert hits > 0
+
+
+def test_threat_depths_in_slices_equal_one_pass(monkeypatch):
+    # memory is bounded by searching THREAT_ROWS boards at a time, at every level of the chain
+    import ttt.games.threats as threats
+
+    game = make_game("4x4x4")
+    boards, players = random_positions(game, 120, seed=7)
+    legal = np.stack([_legal(game, b) for b in boards])
+    whole = threats.threat_depths(boards, players, legal, game, depth=3)
+    assert (whole > 1).any()  # chains longer than one threat occur
+    monkeypatch.setattr(threats, "THREAT_ROWS", 7)
+    np.testing.assert_array_equal(threats.threat_depths(boards, players, legal, game, depth=3), whole)

@@ -197,6 +197,9 @@ def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     return threat_depths(board, player, legal, game, tactics, depth) > 0
 
 
+THREAT_ROWS = 256  # boards searched at once by threat_depths (every level of the chain multiplies them)
+
+
 def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
                   tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
     """(B, cells) int: for every move of ``player``, the shortest chain of forcing threats (at most
@@ -209,6 +212,13 @@ def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game
     gravity, a block that lifts a winning cell of the mover into reach is left out (a win in three,
     ``forced_wins``). Exact: the afterstates are built and checked with ``move_tactics``.
     """
+    if len(board) > THREAT_ROWS:  # row by row independent: in slices, so that memory stays bounded
+        parts = []
+        for i in range(0, len(board), THREAT_ROWS):
+            rows = slice(i, i + THREAT_ROWS)
+            sub = None if tactics is None else MoveTactics(tactics.win[rows], tactics.loss[rows], tactics.fork[rows])
+            parts.append(threat_depths(board[rows], player[rows], legal[rows], game, sub, depth))
+        return np.concatenate(parts)
     t = move_tactics(board, player, legal, game) if tactics is None else tactics
     out = np.zeros(legal.shape, dtype=np.int64)
     b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork & _may_threaten(board, player, game))
