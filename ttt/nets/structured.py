@@ -191,9 +191,10 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     line-detector layer with ``detectors`` units per line; ``mlp``: a Linear layer of ``hidden[0]``
     units), ``hidden`` (sizes of the fully connected Tanh layers; for ``mlp`` the first is the first
     layer's), ``bias`` (default true) and ``tie_orbits`` (default false: structured only; the lines of an
-    orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``). ``first`` is linear in the board and is followed by a Tanh;
-    ``layers`` are the Linear-Tanh pairs after it, ``width`` the size of the last. Linear layers get
-    Xavier-uniform weights and zero biases when ``xavier``, else PyTorch's default initialisation.
+    orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``). ``first``
+    is linear in the board and is followed by a Tanh; ``layers`` are the Linear-Tanh pairs after it,
+    ``width`` the size of the last. Linear layers get Xavier-uniform weights and zero biases when
+    ``xavier``, else PyTorch's default initialisation.
     """
     kind, hidden = str(network["kind"]), [int(h) for h in network["hidden"]]
     bias = bool(network.get("bias", True))
