@@ -18,12 +18,17 @@ from ttt.agents.dqn import (
     Trainer,
     afterstate_values,
     final_targets,
+    make_optimizer,
+    rank_loss,
+    rank_pairs,
+    reply_targets,
     rule_targets,
     td0_targets,
 )
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
+from ttt.nets.structured import build_value_net
 from ttt.players import RandomPlayer
 
 GAMMA = 0.9
@@ -451,7 +456,8 @@ def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
 
 def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
     def trainer():
-        return make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=6)
+        return make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=6, rank_labels=4,
+                            symmetry_augment=True)
 
     t = trainer()
     for _ in range(5):
@@ -467,3 +473,85 @@ def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
         other.step()
     for k, v in t.net.state_dict().items():
         assert torch.equal(v, other.net.state_dict()[k])
+
+
+def test_reply_targets_by_hand():
+    game = make_game("3x3")
+    trained = Rules(wins=True, losses=True, gamma=GAMMA)
+    net = make_trainer().net
+    fork = view([0, 2, 8], [3, 6])  # X threatens 1, 4 and 5; O has no win: every O reply loses at once
+    opponent_wins = view([0, 8, 7], [3, 4])  # O completes 3-4-5
+    full = view([0, 8, 7, 2, 3], [4, 1, 6, 5])  # a drawn full board
+    targets = reply_targets(net, np.stack([fork, opponent_wins, full]), game, GAMMA, trained)
+    np.testing.assert_allclose(targets, [GAMMA, -1.0, 0.0], rtol=1e-6)
+
+    # a network worth c everywhere: the opponent's best reply is worth c to it
+    constant = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [], "bias": True}), game)
+    quiet = view([4], [0, 8])[None]  # nobody can win at once
+    for c, expected in ((0.5, -0.5), (-0.5, GAMMA * 0.5)):
+        with torch.no_grad():
+            for p in constant.parameters():
+                p.zero_()
+            constant.rest[0].bias.fill_(float(np.arctanh(c)))
+        np.testing.assert_allclose(reply_targets(constant, quiet, game, GAMMA, NO_RULES), [expected], rtol=1e-5)
+
+
+def test_search_labels_add_searched_afterstates_to_the_random_position_labels():
+    t = make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=8, search_labels=True)
+    searched = []
+    for _ in range(12):
+        batch = t.step()
+        extra = batch.targets[batch.rows == -1]
+        assert len(extra) <= 8
+        searched += [v for v in extra if not np.isclose(v, [1.0, -1.0, GAMMA]).any()]
+    assert searched  # afterstates the rules do not value, with the targets of the reply search
+    assert all(-1.0 <= v <= 1.0 for v in searched)
+
+
+def test_first_layer_learning_rate():
+    t = make_trainer(lr=0.001, first_lr=0.02)
+    groups = t.optimizer.param_groups
+    assert [g["lr"] for g in groups] == [0.02, 0.001]
+    assert {id(p) for p in groups[0]["params"]} == {id(p) for p in t.net.first.parameters()}
+    assert len(groups[1]["params"]) == len(list(t.net.parameters())) - len(groups[0]["params"])
+    assert len(make_optimizer(Config(), t.net).param_groups) == 1
+    with pytest.raises(ValueError, match="first_lr"):
+        Config(first_lr=-1.0)
+
+
+def test_rank_pairs_follow_the_rules_order():
+    game = make_game("3x3")
+    # X to move holds 0 and 1 (2 wins); O holds 3 and 4 (5 wins for O): 6, 7 and 8 let O win
+    position = view([0, 1], [3, 4])
+    views = np.repeat(position[None], 10, axis=0)
+    board = views.astype(np.int8)
+    legal = board == 0
+    tactics = move_tactics(board, np.ones(10, dtype=np.int8), legal, game)
+    higher, lower = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
+    assert higher.shape == lower.shape == (20, 9)
+    hi_cell = (higher - position).argmax(1)
+    lo_cell = (lower - position).argmax(1)
+    pairs = set(zip(hi_cell.tolist(), lo_cell.tolist(), strict=True))
+    not_losing, losing = {2, 5}, {6, 7, 8}
+    for h, lo in pairs:
+        assert (h in not_losing and lo in losing) or (h == 2 and lo in {5, 6, 7, 8})
+    assert any(lo == 5 for _, lo in pairs) and any(h == 5 for h, _ in pairs)  # both orders are drawn
+    assert len(rank_pairs(views, legal, tactics, 4, np.random.default_rng(0))[0]) == 4  # count // 2 of each
+
+
+def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
+    game = make_game("3x3")
+    torch.manual_seed(0)
+    net = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [8], "bias": True}), game)
+    boards = torch.randint(-1, 2, (6, 9)).float()
+    torch.testing.assert_close(torch.tanh(net.logit(boards)), net(boards))
+    higher, lower = boards[:3], boards[3:]
+    gap = net.logit(higher) - net.logit(lower)
+    torch.testing.assert_close(rank_loss(net, higher, lower), torch.relu(1.0 - gap).mean())
+    opt = torch.optim.Adam(net.parameters(), lr=0.05)
+    for _ in range(200):
+        opt.zero_grad()
+        rank_loss(net, higher, lower).backward()
+        opt.step()
+    assert float(rank_loss(net, higher, lower).detach()) < 0.05
+    assert (net.logit(higher) - net.logit(lower) > 0.9).all()  # the margin, nearly

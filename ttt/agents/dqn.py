@@ -66,6 +66,7 @@ class Config:
     name: str = "dqn"
     optimizer: str = "adam"  # adam | sgd
     lr: float = 1e-3
+    first_lr: float = 0.0  # learning rate of the first (line-detector) layer; 0 = lr
     gamma: float = 0.9
     loss: str = "huber"  # huber | mse
     epsilon: float = 0.1  # exploration rate at the start
@@ -88,6 +89,10 @@ class Config:
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
     random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
+    rank_labels: int = 0  # pairs of afterstates per ply, from as many games of random play, whose order the
+    # rules know (a non-losing move above a losing one, a win above a non-win), trained by a margin loss (rank_pairs)
+    search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
+    # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
     def __post_init__(self) -> None:
@@ -96,11 +101,13 @@ class Config:
             check_choice("agent.", self, key, OPPONENTS)
         check_choice("agent.", self, "optimizer", ("adam", "sgd"))
         check_choice("agent.", self, "loss", ("huber", "mse"))
-        check_ranges("agent.", self, {"lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT, "epsilon_final": UNIT,
+        check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
+                                      "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
                                       "epsilon_decay_episodes": NON_NEGATIVE, "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
-                                      "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE})
+                                      "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
+                                      "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE})
 
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
@@ -115,9 +122,17 @@ def epsilon_at(a, episode: int) -> float:
 
 
 def make_optimizer(a, net: torch.nn.Module) -> torch.optim.Optimizer:
+    """SGD or Adam at ``a.lr``; the first layer's parameters at ``a.first_lr`` when that is set (> 0)."""
+    first_lr = getattr(a, "first_lr", 0.0)
+    if first_lr > 0 and hasattr(net, "first"):
+        first = list(net.first.parameters())
+        ids = {id(p) for p in first}
+        params = [{"params": first, "lr": first_lr}, {"params": [p for p in net.parameters() if id(p) not in ids]}]
+    else:
+        params = net.parameters()
     if a.optimizer == "sgd":
-        return torch.optim.SGD(net.parameters(), lr=a.lr)
-    return torch.optim.Adam(net.parameters(), lr=a.lr)
+        return torch.optim.SGD(params, lr=a.lr)
+    return torch.optim.Adam(params, lr=a.lr)
 
 
 # ---------------------------------------------------------------------------------- move selection
@@ -230,6 +245,67 @@ def td0_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, after:
         Targets(prev[has_prev], gamma * boot[has_prev], rows[has_prev]),
         Targets(after[terminal], reward[terminal], rows[terminal]),
     ])
+
+
+def reply_targets(net: ValueNet, after: np.ndarray, game: Game, gamma: float, rules: Rules) -> np.ndarray:
+    """Targets for afterstates ``after`` (N, cells; mover's view, +1 the mover, none of them terminal)
+    from a search of the opponent's replies, valued by ``net`` with ``rules`` (exact wins, ...).
+
+    The opponent takes its best reply, worth v to it. By the TD(0) rule's values (a win on the
+    opponent's next move -1, undiscounted; a win of the mover on its next move gamma) the afterstate is
+    then worth ``-v`` when v > 0 (the opponent is winning: its win is as near to it as to us) and
+    ``-gamma * v`` when v <= 0 (we are winning: our win is one move further from us than from the
+    reply). A full board is a draw, 0. numpy arrays or tensors on one device, alike.
+    """
+    xp = arrays_of(after)
+    n = len(after)
+    if n == 0:
+        return xp.zeros(0, "float32")
+    replies = BatchedGames(game, n, xp.device)
+    replies.board[:] = xp.astype(after, "int8")
+    replies.to_play[:] = -1
+    replies.num_moves[:] = xp.astype((replies.board != 0).sum(1), "int16")
+    values = xp.from_tensor(afterstate_values(net, replies, xp.arange(n), rules))
+    best = values.max(1) if not xp.is_torch else values.amax(1)
+    full = ~replies.legal_mask().any(1)
+    best = xp.where(full, 0.0, best)
+    return xp.astype(xp.where(best > 0, -best, -gamma * best), "float32")
+
+
+RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
+
+
+def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int,
+               rng) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower)``,
+    both (N, cells) float32 boards from the mover's view.
+
+    A move that does not let the opponent win at once is worth more than one that does (-1), and a
+    winning move (+1) more than one that does not win. From up to ``count // 2`` of the positions
+    ``views`` (mover's view) that have both kinds of move, for each of the two orders, one pair each,
+    the two moves drawn at random by ``rng``. numpy arrays or tensors on one device, alike.
+    """
+    xp = arrays_of(views)
+    share = count // 2
+    higher, lower = [], []
+    for hi, lo in ((legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)):
+        rows = xp.flatnonzero(hi.any(1) & lo.any(1))
+        if len(rows) > share:
+            keys = xp.random(rng, (1, len(rows)))
+            rows = rows[keys[0] <= xp.kth_smallest(keys, share)[0]] if share else rows[:0]
+        n = xp.arange(len(rows))
+        for mask, out in ((hi, higher), (lo, lower)):
+            cell = xp.where(mask[rows], xp.random(rng, (len(rows), mask.shape[1])), 2.0).argmin(1)
+            after = xp.astype(views[rows], "float32")
+            after[n, cell] = 1.0
+            out.append(after)
+    return xp.concat(higher), xp.concat(lower)
+
+
+def rank_loss(net: ValueNet, higher, lower):
+    """Mean hinge loss ``max(0, RANK_MARGIN - (z(higher) - z(lower)))`` on the logits z of the value
+    (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not."""
+    return F.relu(RANK_MARGIN - (net.logit(higher) - net.logit(lower))).mean()
 
 
 def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, reward: np.ndarray) -> Targets:
@@ -369,7 +445,8 @@ class Trainer:
         self._new_games(envs, xp.zeros(num_envs, "int64"))
         # positions of random play, one ply further every step, labelled by the rules alone: the positions
         # self-play rarely reaches (several open threats at once) still teach the network what the rules know
-        self.label_games = BatchedGames(game, agent_cfg.random_labels, xp.device) if agent_cfg.random_labels else None
+        labels = max(agent_cfg.random_labels, agent_cfg.rank_labels)
+        self.label_games = BatchedGames(game, labels, xp.device) if labels else None
 
     @property
     def frozen(self) -> ValueNet | None:
@@ -472,10 +549,12 @@ class Trainer:
         ]
         if a.rule_labels and tactics is not None:
             parts.append(rule_targets(lrn, views, tactics, float(a.gamma), self.game, a.fork_defence_labels, rng))
+        pairs = None
         if self.label_games is not None:
-            parts.append(self._random_position_labels())
+            labels, pairs = self._random_position_labels()
+            parts.append(labels)
         batch = Targets.concat(parts)
-        self._update(batch.obs, batch.targets)
+        self._update(batch.obs, batch.targets, pairs)
 
         # remember the learners' afterstates; start new games where games ended
         self.prev[lrn, seat] = after
@@ -490,29 +569,42 @@ class Trainer:
             self._refresh_frozen()
         return batch
 
-    def _random_position_labels(self) -> Targets:
+    def _random_position_labels(self) -> tuple[Targets, tuple | None]:
         """Up to ``random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the positions of
-        the random-play games, which then move on one random ply."""
+        the random-play games, and up to ``rank_labels`` pairs of their afterstates (``rank_pairs``, None
+        without); the games then move on one random ply. With ``search_labels`` a quarter of each kind,
+        and a quarter drawn from the afterstates the rules do not value, with ``reply_targets``."""
         lg, xp, a = self.label_games, self.xp, self.a
         board, to_play, legal = lg.board, lg.to_play, lg.legal_mask()
         views = xp.astype(board * to_play[:, None], "float32")
-        labels = rule_targets(xp.arange(len(lg)), views, move_tactics(board, to_play, legal, self.game),
-                              float(a.gamma), self.game)
+        t = move_tactics(board, to_play, legal, self.game)
+        labels = rule_targets(xp.arange(len(lg)), views, t, float(a.gamma), self.game)
         # a bounded sample, a third for each kind of label: immediate losses outnumber wins and forks by
         # some thirty to one in random play, and a uniform sample taught the network little but losses
+        share = a.random_labels // (4 if a.search_labels else 3)
         keys = xp.random(self.rng, (1, len(labels.targets)))[0]
         pick = []
         for kind in (labels.targets == 1.0, labels.targets == -1.0, (labels.targets > 0) & (labels.targets < 1)):
             idx = xp.flatnonzero(kind)
-            share = a.random_labels // 3
             if len(idx) > share:
                 idx = idx[keys[idx] <= xp.kth_smallest(keys[idx][None], share)[0]] if share else idx[:0]
             pick.append(idx)
         pick = xp.concat(pick)
         labels = Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
+        if a.search_labels and share:
+            rest = legal & ~(t.win | t.loss | t.fork)
+            keys = xp.where(rest, xp.random(self.rng, tuple(rest.shape)), 2.0).reshape(-1)
+            if int(rest.sum()) > share:
+                rest = rest & (keys <= xp.kth_smallest(keys[None], share)[0]).reshape(tuple(rest.shape))
+            e, cell = xp.nonzero(rest)
+            after = xp.copy(views[e])
+            after[xp.arange(len(e)), cell] = 1.0
+            searched = Targets(after, reply_targets(self.net, after, self.game, float(a.gamma), self.rules), e)
+            labels = Targets.concat([labels, searched])
+        pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng) if a.rank_labels else None
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
-        return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64"))
+        return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
 
     def _opponent_moves(self, rows, chosen) -> None:
         g, rng, a = self.games, self.rng, self.a
@@ -531,24 +623,34 @@ class Trainer:
                 values = afterstate_values(self.pool[i], g, pick, self.rules, self._tactics(pick))
                 chosen[pick] = epsilon_greedy(values, a.frozen_epsilon, rng, self.xp)
 
-    def _update(self, obs, targets) -> None:
-        """One optimiser step on the TD targets of this ply (targets are constants: detached)."""
+    def _symmetric(self, boards):
+        """Each board as a random one of its symmetric images (``symmetry_augment``), else as it is."""
+        if not self.a.symmetry_augment or not len(boards):
+            return boards
+        # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
+        # of every line in an orbit then learn from a threat seen on any of them
+        xp = self.xp
+        symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
+        perms = symmetries[xp.integers(self.rng, len(symmetries), len(boards))]
+        return boards[xp.arange(len(boards))[:, None], perms]
+
+    def _update(self, obs, targets, pairs=None) -> None:
+        """One optimiser step on the TD targets of this ply (targets are constants: detached), plus
+        ``rank_loss`` on ``pairs`` (higher, lower) when given."""
         if len(targets) == 0:
             return
         xp = self.xp
-        if self.a.symmetry_augment:
-            # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
-            # of every line in an orbit then learn from a threat seen on any of them
-            symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
-            perms = symmetries[xp.integers(self.rng, len(symmetries), len(obs))]
-            obs = obs[xp.arange(len(obs))[:, None], perms]
-        pred = self.net(xp.to_tensor(obs))
+        pred = self.net(xp.to_tensor(self._symmetric(obs)))
         target = xp.to_tensor(targets)
         loss = F.huber_loss(pred, target) if self.a.loss == "huber" else F.mse_loss(pred, target)
+        td_loss = loss.detach()
+        if pairs is not None and len(pairs[0]):
+            higher, lower = self._symmetric(xp.concat(list(pairs))).reshape(2, len(pairs[0]), -1)
+            loss = loss + rank_loss(self.net, xp.to_tensor(higher), xp.to_tensor(lower))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
-        self.loss_sum += loss.detach().double() * len(targets)
+        self.loss_sum += td_loss.double() * len(targets)
         self.loss_count += len(targets)
 
     def take_loss(self) -> float:
