@@ -218,7 +218,7 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
 def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, tmp_path):
     agent = Config(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,
                    benchmark_fraction=0.5, exact_losses=True, symmetry_augment=True, rule_labels=True,
-                   random_labels=8, search_labels=True, rank_labels=6, first_lr=0.01)
+                   random_labels=8, search_labels=True, rank_labels=6, rank_hardest=True, first_lr=0.01)
     game = make_game("3x3")
     xp = arrays_for(array_device(device))
 

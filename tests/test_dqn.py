@@ -555,3 +555,21 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
         opt.step()
     assert float(rank_loss(net, higher, lower).detach()) < 0.05
     assert (net.logit(higher) - net.logit(lower) > 0.9).all()  # the margin, nearly
+
+
+def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
+    game = make_game("3x3")
+    position = view([0, 1], [3, 4])  # as above: 2 wins, 5 blocks, 6, 7 and 8 lose
+    views = np.repeat(position[None], 4, axis=0)
+    board = views.astype(np.int8)
+    legal = board == 0
+    tactics = move_tactics(board, np.ones(4, dtype=np.int8), legal, game)
+    values = np.full((4, 9), -np.inf, dtype=np.float32)
+    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
+    higher, lower = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
+    assert len(higher) == 16  # 4 positions x 2 orders x (a random pair, the hardest pair)
+    hi, lo = (higher - position).argmax(1), (lower - position).argmax(1)
+    # per order: 4 random pairs, then 4 whose lower move is 7, the losing move and the non-win valued most
+    assert (lo[4:8] == 7).all() and (lo[12:] == 7).all()
+    assert (hi[4:8] == hi[:4]).all() and (hi[12:] == hi[8:12]).all()
+    assert set(hi.tolist()) <= {2, 5}

@@ -91,6 +91,8 @@ class Config:
     random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
     rank_labels: int = 0  # pairs of afterstates per ply, from as many games of random play, whose order the
     # rules know (a non-losing move above a losing one, a win above a non-win), trained by a margin loss (rank_pairs)
+    rank_hardest: bool = False  # with rank_labels, each position also gives a pair whose lower move is the one
+    # the network values most
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -275,15 +277,18 @@ def reply_targets(net: ValueNet, after: np.ndarray, game: Game, gamma: float, ru
 RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
 
 
-def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int,
-               rng) -> tuple[np.ndarray, np.ndarray]:
+def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
+               values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower)``,
     both (N, cells) float32 boards from the mover's view.
 
     A move that does not let the opponent win at once is worth more than one that does (-1), and a
     winning move (+1) more than one that does not win. From up to ``count // 2`` of the positions
     ``views`` (mover's view) that have both kinds of move, for each of the two orders, one pair each,
-    the two moves drawn at random by ``rng``. numpy arrays or tensors on one device, alike.
+    the two moves drawn at random by ``rng``. Given the network's ``values`` of the afterstates
+    ((B, cells)), each such position also gives a second pair: the same higher move above the lower
+    move the network values most (the one it would wrongly prefer). numpy arrays or tensors on one
+    device, alike.
     """
     xp = arrays_of(views)
     share = count // 2
@@ -294,11 +299,18 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
             keys = xp.random(rng, (1, len(rows)))
             rows = rows[keys[0] <= xp.kth_smallest(keys, share)[0]] if share else rows[:0]
         n = xp.arange(len(rows))
-        for mask, out in ((hi, higher), (lo, lower)):
-            cell = xp.where(mask[rows], xp.random(rng, (len(rows), mask.shape[1])), 2.0).argmin(1)
+
+        def afterstates(cell):
             after = xp.astype(views[rows], "float32")
             after[n, cell] = 1.0
-            out.append(after)
+            return after
+
+        top = afterstates(xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1))
+        higher.append(top)
+        lower.append(afterstates(xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)))
+        if values is not None:
+            higher.append(top)
+            lower.append(afterstates(xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
     return xp.concat(higher), xp.concat(lower)
 
 
@@ -601,7 +613,12 @@ class Trainer:
             after[xp.arange(len(e)), cell] = 1.0
             searched = Targets(after, reply_targets(self.net, after, self.game, float(a.gamma), self.rules), e)
             labels = Targets.concat([labels, searched])
-        pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng) if a.rank_labels else None
+        pairs = None
+        if a.rank_labels:
+            values = None
+            if a.rank_hardest:
+                values = xp.from_tensor(afterstate_values(self.net, lg, xp.arange(len(lg)), NO_RULES))
+            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values)
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
