@@ -298,20 +298,22 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
             rows = rows[keys[0] <= xp.kth_smallest(keys, share)[0]] if share else rows[:0]
-        n = xp.arange(len(rows))
-
-        def afterstates(cell):
-            after = xp.astype(views[rows], "float32")
-            after[n, cell] = 1.0
-            return after
-
-        top = afterstates(xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1))
+        top = _afterstates(views, rows, xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1))
         higher.append(top)
-        lower.append(afterstates(xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)))
+        cell = xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)
+        lower.append(_afterstates(views, rows, cell))
         if values is not None:
             higher.append(top)
-            lower.append(afterstates(xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
+            lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
     return xp.concat(higher), xp.concat(lower)
+
+
+def _afterstates(views, rows, cells):
+    """The boards ``views[rows]`` (mover's view) with the mover's piece on ``cells``, float32."""
+    xp = arrays_of(views)
+    after = xp.astype(views[rows], "float32")
+    after[xp.arange(len(rows)), cells] = 1.0
+    return after
 
 
 def rank_loss(net: ValueNet, higher, lower):
@@ -405,9 +407,7 @@ def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamm
     xp = arrays_of(views)
     value, known = rule_values(views, tactics, gamma, game, defence, rng)
     e, a = xp.nonzero(known)
-    obs = xp.astype(views[e], "float32")
-    obs[xp.arange(len(e)), a] = 1.0
-    return Targets(obs, value[e, a], rows[e])
+    return Targets(_afterstates(views, e, a), value[e, a], rows[e])
 
 
 # -------------------------------------------------------------------------- a batch of training games
@@ -609,8 +609,7 @@ class Trainer:
             if int(rest.sum()) > share:
                 rest = rest & (keys <= xp.kth_smallest(keys[None], share)[0]).reshape(tuple(rest.shape))
             e, cell = xp.nonzero(rest)
-            after = xp.copy(views[e])
-            after[xp.arange(len(e)), cell] = 1.0
+            after = _afterstates(views, e, cell)
             searched = Targets(after, reply_targets(self.net, after, self.game, float(a.gamma), self.rules), e)
             labels = Targets.concat([labels, searched])
         pairs = None
