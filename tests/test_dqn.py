@@ -230,12 +230,17 @@ def test_two_runs_with_one_seed_give_identical_weights():
         assert torch.equal(weights[0][k], weights[1][k])
 
 
-def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path):
-    trainer = make_trainer(num_envs=4, lr=0.01)
+TIED = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": True, "tie_orbits": True})
+
+
+@pytest.mark.parametrize("network", [NETWORK, TIED], ids=["untied", "tied"])
+def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path, network):
+    torch.manual_seed(0)
+    game = make_game("3x3")
+    trainer = Trainer(game, network, Config(optimizer="sgd", lr=0.01, gamma=GAMMA), 4, np.random.default_rng(0))
     while trainer.episodes < 50:
         trainer.step()
-    game = make_game("3x3")
-    player = DQNPlayer(game, trainer.net, OmegaConf.to_container(NETWORK))
+    player = DQNPlayer(game, trainer.net, OmegaConf.to_container(network))
     player.save(tmp_path / "dqn.pt")
     loaded = load_player(tmp_path / "dqn.pt")
     rng = np.random.default_rng(3)
