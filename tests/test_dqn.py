@@ -50,6 +50,15 @@ def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Tra
     return trainer
 
 
+def continue_identically(trainer: Trainer, other: Trainer, plies: int) -> None:
+    """Both trainers play ``plies`` more plies and end with equal weights, bit for bit."""
+    for _ in range(plies):
+        trainer.step()
+        other.step()
+    for k, v in trainer.net.state_dict().items():
+        assert torch.equal(v, other.net.state_dict()[k])
+
+
 def view(cells_own, cells_opp) -> np.ndarray:
     board = np.zeros(9, dtype=np.float32)
     board[list(cells_own)] = 1
@@ -380,11 +389,7 @@ def test_frozen_pool_keeps_the_newest_copies_and_round_trips(tmp_path):
     for a, b in zip(trainer.pool, other.pool, strict=True):
         for k, v in a.state_dict().items():
             assert torch.equal(v, b.state_dict()[k])
-    for _ in range(30):  # both continue identically
-        trainer.step()
-        other.step()
-    for k, v in trainer.net.state_dict().items():
-        assert torch.equal(v, other.net.state_dict()[k])
+    continue_identically(trainer, other, 30)
 
 
 def test_fork_defence_labels_find_afterstates_that_allow_an_opponent_fork():
@@ -473,11 +478,7 @@ def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
     torch.save(t.state_dict(), tmp_path / "t.pt")
     other = trainer()
     other.load_state_dict(torch.load(tmp_path / "t.pt", weights_only=True))
-    for _ in range(20):
-        t.step()
-        other.step()
-    for k, v in t.net.state_dict().items():
-        assert torch.equal(v, other.net.state_dict()[k])
+    continue_identically(t, other, 20)
 
 
 def test_reply_targets_by_hand():
@@ -578,3 +579,13 @@ def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
     assert (lo[4:8] == 7).all() and (lo[12:] == 7).all()
     assert (hi[4:8] == hi[:4]).all() and (hi[12:] == hi[8:12]).all()
     assert set(hi.tolist()) <= {2, 5}
+
+
+def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8)
+    for _ in range(6):
+        batch = t.step()
+        assert not (batch.rows == -1).any()  # no rule-labelled afterstates from the random-play games
+    assert len(t.label_games) == 8
+    _, pairs = t._random_position_labels()
+    assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape

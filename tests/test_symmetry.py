@@ -179,7 +179,6 @@ def test_line_orbits_sizes_and_orientation(board):
     assert sorted(np.unique(orbit).tolist()) == list(range(orbit.max() + 1))
     # each oriented line has its line's cells, and is the image of its orbit's first line, cell by cell
     assert (np.sort(oriented, 1) == np.sort(game.lines, 1)).all()
-    images = {tuple(p[line]) for line in game.lines for p in game.symmetries}
     for o in range(orbit.max() + 1):
         members = np.flatnonzero(orbit == o)
         first = game.lines[members[0]]
@@ -190,7 +189,6 @@ def test_line_orbits_sizes_and_orientation(board):
     # two lines in different orbits: no symmetry maps one onto the other
     a, b = np.flatnonzero(orbit == 0)[0], np.flatnonzero(orbit == 1)[0]
     assert not any(set(p[game.lines[a]]) == set(game.lines[b]) for p in game.symmetries)
-    assert len(images) >= len(game.lines)
 
 
 def test_line_orbits_refuse_permutations_that_are_not_symmetries():

@@ -125,11 +125,8 @@ def epsilon_at(a, episode: int) -> float:
 
 def make_optimizer(a, net: torch.nn.Module) -> torch.optim.Optimizer:
     """SGD or Adam at ``a.lr``; the first layer's parameters at ``a.first_lr`` when that is set (> 0)."""
-    first_lr = getattr(a, "first_lr", 0.0)
-    if first_lr > 0 and hasattr(net, "first"):
-        first = list(net.first.parameters())
-        ids = {id(p) for p in first}
-        params = [{"params": first, "lr": first_lr}, {"params": [p for p in net.parameters() if id(p) not in ids]}]
+    if a.first_lr > 0:
+        params = [{"params": net.first.parameters(), "lr": a.first_lr}, {"params": net.rest.parameters()}]
     else:
         params = net.parameters()
     if a.optimizer == "sgd":
@@ -584,13 +581,30 @@ class Trainer:
     def _random_position_labels(self) -> tuple[Targets, tuple | None]:
         """Up to ``random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the positions of
         the random-play games, and up to ``rank_labels`` pairs of their afterstates (``rank_pairs``, None
-        without); the games then move on one random ply. With ``search_labels`` a quarter of each kind,
-        and a quarter drawn from the afterstates the rules do not value, with ``reply_targets``."""
+        without); the games then move on one random ply."""
         lg, xp, a = self.label_games, self.xp, self.a
         board, to_play, legal = lg.board, lg.to_play, lg.legal_mask()
         views = xp.astype(board * to_play[:, None], "float32")
         t = move_tactics(board, to_play, legal, self.game)
-        labels = rule_targets(xp.arange(len(lg)), views, t, float(a.gamma), self.game)
+        if a.random_labels:
+            labels = self._sampled_rule_labels(views, legal, t)
+        else:  # rank pairs only
+            labels = Targets(views[:0], xp.zeros(0, "float32"), xp.zeros(0, "int64"))
+        pairs = None
+        if a.rank_labels:
+            values = None
+            if a.rank_hardest:
+                values = xp.from_tensor(afterstate_values(self.net, lg, xp.arange(len(lg)), NO_RULES))
+            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values)
+        lg.play(random_legal_actions(legal, self.rng), check=False)
+        lg.reset(lg.done)
+        return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
+
+    def _sampled_rule_labels(self, views, legal, t: MoveTactics) -> Targets:
+        """``random_labels`` rule-labelled afterstates of the random-play positions ``views`` (a third of
+        each kind; with ``search_labels`` a quarter, and a quarter of reply-searched ones)."""
+        xp, a = self.xp, self.a
+        labels = rule_targets(xp.arange(len(views)), views, t, float(a.gamma), self.game)
         # a bounded sample, a third for each kind of label: immediate losses outnumber wins and forks by
         # some thirty to one in random play, and a uniform sample taught the network little but losses
         share = a.random_labels // (4 if a.search_labels else 3)
@@ -612,15 +626,7 @@ class Trainer:
             after = _afterstates(views, e, cell)
             searched = Targets(after, reply_targets(self.net, after, self.game, float(a.gamma), self.rules), e)
             labels = Targets.concat([labels, searched])
-        pairs = None
-        if a.rank_labels:
-            values = None
-            if a.rank_hardest:
-                values = xp.from_tensor(afterstate_values(self.net, lg, xp.arange(len(lg)), NO_RULES))
-            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values)
-        lg.play(random_legal_actions(legal, self.rng), check=False)
-        lg.reset(lg.done)
-        return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
+        return labels
 
     def _opponent_moves(self, rows, chosen) -> None:
         g, rng, a = self.games, self.rng, self.a
