@@ -214,11 +214,12 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
             np.testing.assert_array_equal(y, x)
 
 
+@pytest.mark.parametrize("rank", [{"rank_hardest": True}, {"rank_moves": 4}])
 @pytest.mark.parametrize("device", TRAIN_DEVICES)
-def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, tmp_path):
+def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, rank, tmp_path):
     agent = Config(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,
                    benchmark_fraction=0.5, exact_losses=True, symmetry_augment=True, rule_labels=True,
-                   random_labels=8, search_labels=True, rank_labels=6, rank_hardest=True, first_lr=0.01)
+                   random_labels=8, search_labels=True, rank_labels=6, first_lr=0.01, **rank)
     game = make_game("3x3")
     xp = arrays_for(array_device(device))
 

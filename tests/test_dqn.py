@@ -533,7 +533,8 @@ def test_rank_pairs_follow_the_rules_order():
     board = views.astype(np.int8)
     legal = board == 0
     tactics = move_tactics(board, np.ones(10, dtype=np.int8), legal, game)
-    higher, lower = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
+    higher, lower, above = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
+    np.testing.assert_array_equal(above, np.arange(20))  # one pair per position: lower i below higher i
     assert higher.shape == lower.shape == (20, 9)
     hi_cell = (higher - position).argmax(1)
     lo_cell = (lower - position).argmax(1)
@@ -554,6 +555,9 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
     higher, lower = boards[:3], boards[3:]
     gap = net.logit(higher) - net.logit(lower)
     torch.testing.assert_close(rank_loss(net, higher, lower), torch.relu(1.0 - gap).mean())
+    above = torch.tensor([2, 0, 2, 1])  # a higher board paired with several lower ones
+    gap = net.logit(higher)[above] - net.logit(boards[[3, 4, 5, 5]])
+    torch.testing.assert_close(rank_loss(net, higher, boards[[3, 4, 5, 5]], above), torch.relu(1.0 - gap).mean())
     opt = torch.optim.Adam(net.parameters(), lr=0.05)
     for _ in range(200):
         opt.zero_grad()
@@ -572,13 +576,41 @@ def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
     tactics = move_tactics(board, np.ones(4, dtype=np.int8), legal, game)
     values = np.full((4, 9), -np.inf, dtype=np.float32)
     values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
+    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
+    np.testing.assert_array_equal(above, np.arange(16))
     assert len(higher) == 16  # 4 positions x 2 orders x (a random pair, the hardest pair)
     hi, lo = (higher - position).argmax(1), (lower - position).argmax(1)
     # per order: 4 random pairs, then 4 whose lower move is 7, the losing move and the non-win valued most
     assert (lo[4:8] == 7).all() and (lo[12:] == 7).all()
     assert (hi[4:8] == hi[:4]).all() and (hi[12:] == hi[8:12]).all()
     assert set(hi.tolist()) <= {2, 5}
+
+
+def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_most():
+    game = make_game("3x3")
+    position = view([0, 1], [3, 4])  # as above: 2 wins, 5 blocks, 6, 7 and 8 lose
+    views = np.repeat(position[None], 3, axis=0)
+    board = views.astype(np.int8)
+    legal = board == 0
+    tactics = move_tactics(board, np.ones(3, dtype=np.int8), legal, game)
+    values = np.full((3, 9), -np.inf, dtype=np.float32)
+    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
+
+    def cells(moves):
+        higher, lower, above = rank_pairs(views, legal, tactics, 4, np.random.default_rng(0), values, moves)
+        assert len(higher) == 4  # each position's higher move once: count // 2 = 2 positions of each order
+        return (higher[above] - position).argmax(1).tolist(), (lower - position).argmax(1).tolist()
+
+    # every lower move: non-losing above losing, 2 positions x 3; the win above non-wins, 2 x 4
+    hi, lo = cells(9)
+    assert sorted(lo[:6]) == [6, 6, 7, 7, 8, 8] and set(hi[:6]) <= {2, 5}
+    assert sorted(lo[6:]) == [5, 5, 6, 6, 7, 7, 8, 8] and set(hi[6:]) == {2}
+    for i in (0, 3, 6, 10):  # each position pairs one higher move with all its lower ones
+        assert len(set(hi[i: i + 3])) == 1
+    # the two lower moves valued most: 7 (0.9) and 8 (0.3) below a block, 7 and 8 below the win
+    hi, lo = cells(2)
+    assert sorted(lo) == [7, 7, 7, 7, 8, 8, 8, 8] and len(hi) == 8
+    assert cells(5) == cells(9)  # no position has more than 4 lower moves
 
 
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
@@ -589,3 +621,26 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     assert len(t.label_games) == 8
     _, pairs = t._random_position_labels()
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
+
+
+def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2)
+    for _ in range(6):
+        t.step()
+    t.label_games.board[:] = 0
+    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
+    t.label_games.to_play[:] = 1
+    t.label_games.done[:] = False
+    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
+    higher, lower, above = t._random_position_labels()[1]
+    assert len(higher) == 8 and len(lower) == 8 * 2  # 4 positions of each order, 2 pairs each
+    assert sorted(above.tolist()) == sorted(2 * list(range(8)))
+    after = position.repeat(9, 1)
+    after[torch.arange(9), torch.arange(9)] = 1.0
+    z = t.net.logit(after).detach()
+
+    def top2(cells):
+        return sorted(cells, key=lambda c: -float(z[c]))[:2]
+
+    expected = sorted(4 * top2([6, 7, 8]) + 4 * top2([5, 6, 7, 8]))
+    assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected

@@ -93,6 +93,9 @@ class Config:
     # rules know (a non-losing move above a losing one, a win above a non-win), trained by a margin loss (rank_pairs)
     rank_hardest: bool = False  # with rank_labels, each position also gives a pair whose lower move is the one
     # the network values most
+    rank_moves: int = 0  # with rank_labels, each position pairs its higher move with the K lower moves the
+    # network values most (rank_labels // 2 positions of each order); 0 = with one drawn at random
+    rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -109,7 +112,8 @@ class Config:
                                       "epsilon_decay_episodes": NON_NEGATIVE, "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
-                                      "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE})
+                                      "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
+                                      "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE})
 
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
@@ -275,34 +279,54 @@ RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values
 
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
-               values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower)``,
-    both (N, cells) float32 boards from the mover's view.
+               values: np.ndarray | None = None, moves: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
+    above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
+    with lower move i below ``higher[above[i]]``.
 
     A move that does not let the opponent win at once is worth more than one that does (-1), and a
     winning move (+1) more than one that does not win. From up to ``count // 2`` of the positions
     ``views`` (mover's view) that have both kinds of move, for each of the two orders, one pair each,
     the two moves drawn at random by ``rng``. Given the network's ``values`` of the afterstates
     ((B, cells)), each such position also gives a second pair: the same higher move above the lower
-    move the network values most (the one it would wrongly prefer). numpy arrays or tensors on one
-    device, alike.
+    move the network values most (the one it would wrongly prefer).
+
+    With ``moves`` = K > 0 and the network's ``values`` (or logits: only their order counts), each
+    position pairs its (random) higher move with the K lower moves the network values most instead (all
+    of them when it has fewer; ties broken at random): the suites ask for the best move above every
+    other, and the pairs it gets most wrong carry the hinge; ``higher`` then holds each position's
+    higher move once. Otherwise ``above`` is ``arange(N)``. numpy arrays or tensors on one device, alike.
     """
     xp = arrays_of(views)
     share = count // 2
-    higher, lower = [], []
+    higher, lower, above, count = [], [], [], 0
     for hi, lo in ((legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
             rows = rows[keys[0] <= xp.kth_smallest(keys, share)[0]] if share else rows[:0]
-        top = _afterstates(views, rows, xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1))
+        up = xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1)
+        top = _afterstates(views, rows, up)
+        if moves:
+            noise = 1e-3 * xp.random(rng, (len(rows), lo.shape[1]))
+            keys = xp.where(lo[rows], noise - values[rows], float("inf"))  # smallest: valued most
+            e, cell = xp.nonzero(lo[rows] & (keys <= xp.kth_smallest(keys, min(moves, lo.shape[1]))))
+            higher.append(top)
+            lower.append(_afterstates(views, rows[e], cell))
+            above.append(count + e)
+            count += len(rows)
+            continue
         higher.append(top)
         cell = xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)
         lower.append(_afterstates(views, rows, cell))
+        above.append(count + xp.arange(len(rows)))
+        count += len(rows)
         if values is not None:
             higher.append(top)
             lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
-    return xp.concat(higher), xp.concat(lower)
+            above.append(count + xp.arange(len(rows)))
+            count += len(rows)
+    return xp.concat(higher), xp.concat(lower), xp.concat(above)
 
 
 def _afterstates(views, rows, cells):
@@ -313,10 +337,12 @@ def _afterstates(views, rows, cells):
     return after
 
 
-def rank_loss(net: ValueNet, higher, lower):
+def rank_loss(net: ValueNet, higher, lower, above=None):
     """Mean hinge loss ``max(0, RANK_MARGIN - (z(higher) - z(lower)))`` on the logits z of the value
-    (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not."""
-    return F.relu(RANK_MARGIN - (net.logit(higher) - net.logit(lower))).mean()
+    (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not. With ``above``
+    (``rank_pairs``), lower board i is paired with ``higher[above[i]]``."""
+    z = net.logit(higher)
+    return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.logit(lower))).mean()
 
 
 def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, reward: np.ndarray) -> Targets:
@@ -593,9 +619,13 @@ class Trainer:
         pairs = None
         if a.rank_labels:
             values = None
-            if a.rank_hardest:
-                values = xp.from_tensor(afterstate_values(self.net, lg, xp.arange(len(lg)), NO_RULES))
-            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values)
+            if a.rank_hardest or a.rank_moves:
+                # the network's values where rank_pairs may look: positions with both kinds of move
+                ranked = xp.flatnonzero(((legal & ~t.loss).any(1) & t.loss.any(1))
+                                        | (t.win.any(1) & (legal & ~t.win).any(1)))
+                values = xp.full(tuple(legal.shape), float("-inf"), "float32")
+                values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
+            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves)
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
@@ -658,7 +688,7 @@ class Trainer:
 
     def _update(self, obs, targets, pairs=None) -> None:
         """One optimiser step on the TD targets of this ply (targets are constants: detached), plus
-        ``rank_loss`` on ``pairs`` (higher, lower) when given."""
+        ``rank_weight`` times ``rank_loss`` on ``pairs`` (higher, lower, above) when given."""
         if len(targets) == 0:
             return
         xp = self.xp
@@ -666,9 +696,11 @@ class Trainer:
         target = xp.to_tensor(targets)
         loss = F.huber_loss(pred, target) if self.a.loss == "huber" else F.mse_loss(pred, target)
         td_loss = loss.detach()
-        if pairs is not None and len(pairs[0]):
-            higher, lower = self._symmetric(xp.concat(list(pairs))).reshape(2, len(pairs[0]), -1)
-            loss = loss + rank_loss(self.net, xp.to_tensor(higher), xp.to_tensor(lower))
+        if pairs is not None and len(pairs[1]):
+            higher, lower, above = pairs
+            boards = self._symmetric(xp.concat([higher, lower]))
+            higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
+            loss = loss + self.a.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
