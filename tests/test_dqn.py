@@ -525,14 +525,18 @@ def test_first_layer_learning_rate():
         Config(first_lr=-1.0)
 
 
-def test_rank_pairs_follow_the_rules_order():
-    game = make_game("3x3")
-    # X to move holds 0 and 1 (2 wins); O holds 3 and 4 (5 wins for O): 6, 7 and 8 let O win
+def rank_position(copies: int):
+    """X to move holds 0 and 1 (2 wins); O holds 3 and 4 (5 wins for O): 6, 7 and 8 let O win.
+    ``(position, views, legal, tactics)`` for ``copies`` copies of it."""
     position = view([0, 1], [3, 4])
-    views = np.repeat(position[None], 10, axis=0)
+    views = np.repeat(position[None], copies, axis=0)
     board = views.astype(np.int8)
     legal = board == 0
-    tactics = move_tactics(board, np.ones(10, dtype=np.int8), legal, game)
+    return position, views, legal, move_tactics(board, np.ones(copies, dtype=np.int8), legal, make_game("3x3"))
+
+
+def test_rank_pairs_follow_the_rules_order():
+    position, views, legal, tactics = rank_position(10)
     higher, lower, above = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
     np.testing.assert_array_equal(above, np.arange(20))  # one pair per position: lower i below higher i
     assert higher.shape == lower.shape == (20, 9)
@@ -568,12 +572,7 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
 
 
 def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
-    game = make_game("3x3")
-    position = view([0, 1], [3, 4])  # as above: 2 wins, 5 blocks, 6, 7 and 8 lose
-    views = np.repeat(position[None], 4, axis=0)
-    board = views.astype(np.int8)
-    legal = board == 0
-    tactics = move_tactics(board, np.ones(4, dtype=np.int8), legal, game)
+    position, views, legal, tactics = rank_position(4)  # 2 wins, 5 blocks, 6, 7 and 8 lose
     values = np.full((4, 9), -np.inf, dtype=np.float32)
     values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
     higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
@@ -587,12 +586,7 @@ def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
 
 
 def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_most():
-    game = make_game("3x3")
-    position = view([0, 1], [3, 4])  # as above: 2 wins, 5 blocks, 6, 7 and 8 lose
-    views = np.repeat(position[None], 3, axis=0)
-    board = views.astype(np.int8)
-    legal = board == 0
-    tactics = move_tactics(board, np.ones(3, dtype=np.int8), legal, game)
+    position, views, legal, tactics = rank_position(3)  # 2 wins, 5 blocks, 6, 7 and 8 lose
     values = np.full((3, 9), -np.inf, dtype=np.float32)
     values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
 

@@ -299,7 +299,7 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     """
     xp = arrays_of(views)
     share = count // 2
-    higher, lower, above, count = [], [], [], 0
+    higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
     for hi, lo in ((legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
@@ -313,19 +313,19 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
             e, cell = xp.nonzero(lo[rows] & (keys <= xp.kth_smallest(keys, min(moves, lo.shape[1]))))
             higher.append(top)
             lower.append(_afterstates(views, rows[e], cell))
-            above.append(count + e)
-            count += len(rows)
+            above.append(offset + e)
+            offset += len(rows)
             continue
         higher.append(top)
         cell = xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)
         lower.append(_afterstates(views, rows, cell))
-        above.append(count + xp.arange(len(rows)))
-        count += len(rows)
+        above.append(offset + xp.arange(len(rows)))
+        offset += len(rows)
         if values is not None:
             higher.append(top)
             lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
-            above.append(count + xp.arange(len(rows)))
-            count += len(rows)
+            above.append(offset + xp.arange(len(rows)))
+            offset += len(rows)
     return xp.concat(higher), xp.concat(lower), xp.concat(above)
 
 
