@@ -278,6 +278,12 @@ def reply_targets(net: ValueNet, after: np.ndarray, game: Game, gamma: float, ru
 RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
 
 
+def rank_orders(legal, tactics: MoveTactics) -> tuple[tuple, tuple]:
+    """The two orders the rules know, as ``(higher, lower)`` move masks: a move that does not let the
+    opponent win at once above one that does, a winning move above one that does not win."""
+    return (legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)
+
+
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
                values: np.ndarray | None = None, moves: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
@@ -292,15 +298,16 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     move the network values most (the one it would wrongly prefer).
 
     With ``moves`` = K > 0 and the network's ``values`` (or logits: only their order counts), each
-    position pairs its (random) higher move with the K lower moves the network values most instead (all
-    of them when it has fewer; ties broken at random): the suites ask for the best move above every
-    other, and the pairs it gets most wrong carry the hinge; ``higher`` then holds each position's
-    higher move once. Otherwise ``above`` is ``arange(N)``. numpy arrays or tensors on one device, alike.
+    position pairs its (random) higher move with the K lower moves the network values most instead
+    (all of them when it has fewer; values closer than 1e-3 are ordered at random): the suites ask
+    for the best move above every other, and the pairs it gets most wrong carry the hinge; ``higher``
+    then holds each position's higher move once. Otherwise ``above`` is ``arange(N)``. numpy arrays
+    or tensors on one device, alike.
     """
     xp = arrays_of(views)
     share = count // 2
     higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
-    for hi, lo in ((legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)):
+    for hi, lo in rank_orders(legal, tactics):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
@@ -621,8 +628,8 @@ class Trainer:
             values = None
             if a.rank_hardest or a.rank_moves:
                 # the network's values where rank_pairs may look: positions with both kinds of move
-                ranked = xp.flatnonzero(((legal & ~t.loss).any(1) & t.loss.any(1))
-                                        | (t.win.any(1) & (legal & ~t.win).any(1)))
+                (hi1, lo1), (hi2, lo2) = rank_orders(legal, t)
+                ranked = xp.flatnonzero((hi1.any(1) & lo1.any(1)) | (hi2.any(1) & lo2.any(1)))
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
                 values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
             pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves)
