@@ -90,6 +90,27 @@ def test_gradients_never_touch_off_block_entries():
     assert (layer.dense_weight()[~mask] == 0).all()
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_dense_forward_gives_the_same_sums_and_gradients(tied):
+    game = make_game("4x4x4")
+    torch.manual_seed(0)
+    per_line = build_value_net(network_cfg("structured_deep", bias=True, tie_orbits=tied), game)
+    dense = build_value_net(network_cfg("structured_deep", bias=True, tie_orbits=tied, dense_forward=True), game)
+    dense.load_state_dict(per_line.state_dict())  # the same parameters: the option changes the forward pass only
+    assert dense.first.dense and not per_line.first.dense and "dense forward" in repr(dense.first)
+    x = torch.randint(-1, 2, (64, 64)).float()
+    torch.testing.assert_close(dense(x), per_line(x))
+    for net in (per_line, dense):
+        net.zero_grad()
+        net(x).pow(2).sum().backward()
+    for (name, a), (_, b) in zip(per_line.named_parameters(), dense.named_parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, msg=name)
+    with torch.no_grad():  # a step keeps the off-block entries of the dense weight at exactly zero
+        for p in dense.parameters():
+            p -= 0.1 * p.grad
+    assert (dense.first.dense_weight()[~line_blocks(game)] == 0).all()
+
+
 def test_values_in_range_and_afterstate_values_match_forward():
     game = make_game("4x4x4")
     for name in NETWORKS:
