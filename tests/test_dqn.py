@@ -537,7 +537,7 @@ def rank_position(copies: int):
 
 def test_rank_pairs_follow_the_rules_order():
     position, views, legal, tactics = rank_position(10)
-    higher, lower, above, first_order = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
+    higher, lower, above = rank_pairs(views, legal, tactics, 20, np.random.default_rng(0))
     np.testing.assert_array_equal(above, np.arange(20))  # one pair per position: lower i below higher i
     assert higher.shape == lower.shape == (20, 9)
     hi_cell = (higher - position).argmax(1)
@@ -547,9 +547,6 @@ def test_rank_pairs_follow_the_rules_order():
     for h, lo in pairs:
         assert (h in not_losing and lo in losing) or (h == 2 and lo in {5, 6, 7, 8})
     assert any(lo == 5 for _, lo in pairs) and any(h == 5 for h, _ in pairs)  # both orders are drawn
-    # losing: the first order (10 pairs, the lower move lets O win), then the win above a non-win
-    np.testing.assert_array_equal(first_order, np.arange(20) < 10)
-    assert set(lo_cell[:10].tolist()) <= {6, 7, 8} and set(hi_cell[10:].tolist()) == {2}
     assert len(rank_pairs(views, legal, tactics, 4, np.random.default_rng(0))[0]) == 4  # count // 2 of each
 
 
@@ -574,39 +571,12 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
     assert (net.logit(higher) - net.logit(lower) > 0.9).all()  # the margin, nearly
 
 
-def test_rank_loss_known_side_moves_only_the_afterstate_the_rules_value():
-    game = make_game("3x3")
-    torch.manual_seed(0)
-    net = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [8], "bias": True}), game)
-    position, views, legal, tactics = rank_position(1)  # 2 wins, 5 blocks, 6, 7 and 8 lose
-    after = torch.as_tensor(views).float().repeat(9, 1)
-    after[torch.arange(9), torch.arange(9)] = 1.0
-    higher, lower = after[[5, 2]], after[[7, 8]]  # a block above a loss; the win above a non-win
-    above, losing = torch.tensor([0, 1]), torch.tensor([True, False])
-    gap = (net.logit(higher) - net.logit(lower)).detach()
-    assert (gap < 1.0).all()  # both hinges active
-    both = rank_loss(net, higher, lower, above)
-    known = rank_loss(net, higher, lower, above, losing)
-    torch.testing.assert_close(known, both)  # the same value: only the gradient differs
-    grads = {}
-    for name, loss in (("both", both), ("known", known)):
-        boards = after.clone().requires_grad_(True)
-        loss = rank_loss(net, boards[[5, 2]], boards[[7, 8]], above, None if name == "both" else losing)
-        (grads[name],) = torch.autograd.grad(loss, boards)
-    moved = grads["known"].abs().sum(1) > 0
-    # known: the losing move 7 (pushed down) and the win 2 (pushed up) move; the block 5 and the non-win 8 are held
-    assert moved.tolist() == [i in (2, 7) for i in range(9)]
-    assert (grads["both"].abs().sum(1) > 0).tolist() == [i in (2, 5, 7, 8) for i in range(9)]
-    torch.testing.assert_close(grads["known"][[2, 7]], grads["both"][[2, 7]])
-
-
 def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
     position, views, legal, tactics = rank_position(4)  # 2 wins, 5 blocks, 6, 7 and 8 lose
     values = np.full((4, 9), -np.inf, dtype=np.float32)
     values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower, above, losing = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
+    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
     np.testing.assert_array_equal(above, np.arange(16))
-    np.testing.assert_array_equal(losing, np.arange(16) < 8)
     assert len(higher) == 16  # 4 positions x 2 orders x (a random pair, the hardest pair)
     hi, lo = (higher - position).argmax(1), (lower - position).argmax(1)
     # per order: 4 random pairs, then 4 whose lower move is 7, the losing move and the non-win valued most
@@ -621,9 +591,8 @@ def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_
     values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
 
     def cells(moves):
-        higher, lower, above, losing = rank_pairs(views, legal, tactics, 4, np.random.default_rng(0), values, moves)
+        higher, lower, above = rank_pairs(views, legal, tactics, 4, np.random.default_rng(0), values, moves)
         assert len(higher) == 4  # each position's higher move once: count // 2 = 2 positions of each order
-        assert losing.sum() == 2 * min(moves, 3) and not losing[2 * min(moves, 3):].any()
         return (higher[above] - position).argmax(1).tolist(), (lower - position).argmax(1).tolist()
 
     # every lower move: non-losing above losing, 2 positions x 3; the win above non-wins, 2 x 4
@@ -657,8 +626,7 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     t.label_games.to_play[:] = 1
     t.label_games.done[:] = False
     position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
-    higher, lower, above, losing = t._random_position_labels()[1]
-    assert losing.tolist() == [True] * 8 + [False] * 8
+    higher, lower, above = t._random_position_labels()[1]
     assert len(higher) == 8 and len(lower) == 8 * 2  # 4 positions of each order, 2 pairs each
     assert sorted(above.tolist()) == sorted(2 * list(range(8)))
     after = position.repeat(9, 1)
@@ -670,24 +638,3 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
 
     expected = sorted(4 * top2([6, 7, 8]) + 4 * top2([5, 6, 7, 8]))
     assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected
-
-
-@pytest.mark.parametrize("side", ["both", "known"])
-def test_rank_side_reaches_the_rank_loss(side, monkeypatch):
-    import ttt.agents.dqn as dqn
-
-    seen = []
-
-    def recording(net, higher, lower, above=None, losing=None):
-        seen.append((len(lower), losing))
-        return rank_loss(net, higher, lower, above, losing)
-
-    monkeypatch.setattr(dqn, "rank_loss", recording)
-    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_side=side)
-    for _ in range(6):
-        t.step()
-    assert seen
-    for n, losing in seen:
-        assert losing is None if side == "both" else (losing.dtype == torch.bool and losing.shape == (n,))
-    with pytest.raises(ValueError, match="rank_side"):
-        Config(rank_side="lower")

@@ -96,8 +96,6 @@ class Config:
     rank_moves: int = 0  # with rank_labels, each position pairs its higher move with the K lower moves the
     # network values most (rank_labels // 2 positions of each order); 0 = with one drawn at random
     rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
-    rank_side: str = "both"  # both: a pair's hinge moves both afterstates; known: only the one the rules
-    # value exactly (the losing move of a non-loss/loss pair, the win of a win/non-win pair)
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -108,7 +106,6 @@ class Config:
             check_choice("agent.", self, key, OPPONENTS)
         check_choice("agent.", self, "optimizer", ("adam", "sgd"))
         check_choice("agent.", self, "loss", ("huber", "mse"))
-        check_choice("agent.", self, "rank_side", RANK_SIDES)
         check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
                                       "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
@@ -120,7 +117,6 @@ class Config:
 
 
 OPPONENTS = tuple(OPPONENT_PHASES)  # random, frozen, benchmark, self_play
-RANK_SIDES = ("both", "known")  # which afterstates of a rank pair its hinge moves (Config.rank_side)
 
 
 def epsilon_at(a, episode: int) -> float:
@@ -289,11 +285,10 @@ def rank_orders(legal, tactics: MoveTactics) -> tuple[tuple, tuple]:
 
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
-               values: np.ndarray | None = None, moves: int = 0) -> tuple[np.ndarray, ...]:
+               values: np.ndarray | None = None, moves: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
-    above, losing)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M,
-    cells), with lower move i below ``higher[above[i]]``; ``losing`` (N,) is true where lower move i
-    lets the opponent win at once (the first order), false where the higher move wins (the second).
+    above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
+    with lower move i below ``higher[above[i]]``.
 
     A move that does not let the opponent win at once is worth more than one that does (-1), and a
     winning move (+1) more than one that does not win. From up to ``count // 2`` of the positions
@@ -311,8 +306,8 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     """
     xp = arrays_of(views)
     share = count // 2
-    higher, lower, above, losing, offset = [], [], [], [], 0  # offset: rows of higher so far
-    for order, (hi, lo) in enumerate(rank_orders(legal, tactics)):
+    higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
+    for hi, lo in rank_orders(legal, tactics):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
@@ -326,22 +321,19 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
             higher.append(top)
             lower.append(_afterstates(views, rows[e], cell))
             above.append(offset + e)
-            losing.append(xp.full(len(e), order == 0, "bool"))
             offset += len(rows)
             continue
         higher.append(top)
         cell = xp.where(lo[rows], xp.random(rng, (len(rows), lo.shape[1])), 2.0).argmin(1)
         lower.append(_afterstates(views, rows, cell))
         above.append(offset + xp.arange(len(rows)))
-        losing.append(xp.full(len(rows), order == 0, "bool"))
         offset += len(rows)
         if values is not None:
             higher.append(top)
             lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
             above.append(offset + xp.arange(len(rows)))
-            losing.append(xp.full(len(rows), order == 0, "bool"))
             offset += len(rows)
-    return xp.concat(higher), xp.concat(lower), xp.concat(above), xp.concat(losing)
+    return xp.concat(higher), xp.concat(lower), xp.concat(above)
 
 
 def _afterstates(views, rows, cells):
@@ -352,22 +344,12 @@ def _afterstates(views, rows, cells):
     return after
 
 
-def rank_loss(net: ValueNet, higher, lower, above=None, losing=None):
+def rank_loss(net: ValueNet, higher, lower, above=None):
     """Mean hinge loss ``max(0, RANK_MARGIN - (z(higher) - z(lower)))`` on the logits z of the value
     (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not. With ``above``
-    (``rank_pairs``), lower board i is paired with ``higher[above[i]]``.
-
-    With ``losing`` ((N,) bool, ``rank_pairs``; ``rank_side=known``) each hinge moves only the
-    afterstate whose value the rules know: the lower one where it is a loss (-1: the higher move's
-    value is unknown, and pushing it up would teach a random move is good), the higher one where it
-    is a win (+1). The other side's logit is held as a constant."""
-    zh = net.logit(higher)
-    zh = zh if above is None else zh[above]
-    zl = net.logit(lower)
-    if losing is not None:
-        zh = torch.where(losing, zh.detach(), zh)
-        zl = torch.where(losing, zl, zl.detach())
-    return F.relu(RANK_MARGIN - (zh - zl)).mean()
+    (``rank_pairs``), lower board i is paired with ``higher[above[i]]``."""
+    z = net.logit(higher)
+    return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.logit(lower))).mean()
 
 
 def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, reward: np.ndarray) -> Targets:
@@ -713,8 +695,7 @@ class Trainer:
 
     def _update(self, obs, targets, pairs=None) -> None:
         """One optimiser step on the TD targets of this ply (targets are constants: detached), plus
-        ``rank_weight`` times ``rank_loss`` on ``pairs`` (higher, lower, above, losing) when given; with
-        ``rank_side=known`` each hinge moves only the afterstate the rules value."""
+        ``rank_weight`` times ``rank_loss`` on ``pairs`` (higher, lower, above) when given."""
         if len(targets) == 0:
             return
         xp = self.xp
@@ -723,11 +704,10 @@ class Trainer:
         loss = F.huber_loss(pred, target) if self.a.loss == "huber" else F.mse_loss(pred, target)
         td_loss = loss.detach()
         if pairs is not None and len(pairs[1]):
-            higher, lower, above, losing = pairs
+            higher, lower, above = pairs
             boards = self._symmetric(xp.concat([higher, lower]))
             higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
-            losing = xp.to_tensor(losing) if self.a.rank_side == "known" else None
-            loss = loss + self.a.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above), losing)
+            loss = loss + self.a.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
