@@ -607,6 +607,21 @@ def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_
     assert cells(5) == cells(9)  # no position has more than 4 lower moves
 
 
+@pytest.mark.parametrize("moves", [0, 2])
+def test_rank_pairs_best_higher_take_the_higher_move_valued_most(moves):
+    position, views, legal, tactics = rank_position(6)  # 2 wins, 5 blocks, 6, 7 and 8 lose
+    values = np.full((6, 9), -np.inf, dtype=np.float32)
+    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
+    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves, True)
+    hi = (higher[above] - position).argmax(1)
+    first = len(lower) // 2  # the first order, then the second: as many pairs of each here
+    # non-losing above losing: the block 5 (0.1) over the win 2 (-0.5) every time; the win above a non-win
+    assert (hi[:first] == 5).all() and (hi[first:] == 2).all()
+    # drawn at random, the higher move of the first order is 2 or 5, both drawn
+    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves)
+    assert set((higher[above] - position).argmax(1)[:first].tolist()) == {2, 5}
+
+
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     t = make_trainer(num_envs=4, lr=0.05, rank_labels=8)
     for _ in range(6):
@@ -638,3 +653,22 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
 
     expected = sorted(4 * top2([6, 7, 8]) + 4 * top2([5, 6, 7, 8]))
     assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected
+
+
+def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_higher="best")
+    for _ in range(6):
+        t.step()
+    t.label_games.board[:] = 0
+    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
+    t.label_games.to_play[:] = 1
+    t.label_games.done[:] = False
+    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
+    after = position.repeat(9, 1)
+    after[torch.arange(9), torch.arange(9)] = 1.0
+    z = t.net(after).detach()
+    higher = t._random_position_labels()[1][0]
+    best = 2 if z[2] > z[5] else 5
+    assert (torch.as_tensor(higher) - position).argmax(1).tolist() == [best] * 4 + [2] * 4
+    with pytest.raises(ValueError, match="rank_higher"):
+        Config(rank_higher="worst")

@@ -96,6 +96,8 @@ class Config:
     rank_moves: int = 0  # with rank_labels, each position pairs its higher move with the K lower moves the
     # network values most (rank_labels // 2 positions of each order); 0 = with one drawn at random
     rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
+    rank_higher: str = "random"  # with rank_labels: each pair's higher move drawn at random, or (best) the one of
+    # its kind the network values most, so that the hinge leaves the order among the higher moves as it is
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -106,6 +108,7 @@ class Config:
             check_choice("agent.", self, key, OPPONENTS)
         check_choice("agent.", self, "optimizer", ("adam", "sgd"))
         check_choice("agent.", self, "loss", ("huber", "mse"))
+        check_choice("agent.", self, "rank_higher", ("random", "best"))
         check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
                                       "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
@@ -285,7 +288,8 @@ def rank_orders(legal, tactics: MoveTactics) -> tuple[tuple, tuple]:
 
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
-               values: np.ndarray | None = None, moves: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               values: np.ndarray | None = None, moves: int = 0,
+               best_higher: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
     above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
     with lower move i below ``higher[above[i]]``.
@@ -301,7 +305,11 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     position pairs its (random) higher move with the K lower moves the network values most instead
     (all of them when it has fewer; values closer than 1e-3 are ordered at random): the suites ask
     for the best move above every other, and the pairs it gets most wrong carry the hinge; ``higher``
-    then holds each position's higher move once. Otherwise ``above`` is ``arange(N)``. numpy arrays
+    then holds each position's higher move once. Otherwise ``above`` is ``arange(N)``.
+
+    With ``best_higher`` (needs ``values``) each position's higher move is the one of its kind the
+    network values most (ties within 1e-3 at random), not one drawn at random: the hinge then lifts the
+    move the network would play among the higher ones, and leaves their order as it was. numpy arrays
     or tensors on one device, alike.
     """
     xp = arrays_of(views)
@@ -312,7 +320,10 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
             rows = rows[keys[0] <= xp.kth_smallest(keys, share)[0]] if share else rows[:0]
-        up = xp.where(hi[rows], xp.random(rng, (len(rows), hi.shape[1])), 2.0).argmin(1)
+        keys = xp.random(rng, (len(rows), hi.shape[1]))
+        if best_higher:  # smallest key: the higher move valued most
+            keys = 1e-3 * keys - values[rows]
+        up = xp.where(hi[rows], keys, float("inf")).argmin(1)
         top = _afterstates(views, rows, up)
         if moves:
             noise = 1e-3 * xp.random(rng, (len(rows), lo.shape[1]))
@@ -626,13 +637,14 @@ class Trainer:
         pairs = None
         if a.rank_labels:
             values = None
-            if a.rank_hardest or a.rank_moves:
+            if a.rank_hardest or a.rank_moves or a.rank_higher == "best":
                 # the network's values where rank_pairs may look: positions with both kinds of move
                 (hi1, lo1), (hi2, lo2) = rank_orders(legal, t)
                 ranked = xp.flatnonzero((hi1.any(1) & lo1.any(1)) | (hi2.any(1) & lo2.any(1)))
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
                 values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
-            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves)
+            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves,
+                               a.rank_higher == "best")
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
