@@ -20,6 +20,7 @@ from ttt.agents.dqn import (
     final_targets,
     make_optimizer,
     rank_loss,
+    rank_orders,
     rank_pairs,
     reply_targets,
     rule_targets,
@@ -620,6 +621,25 @@ def test_rank_pairs_best_higher_take_the_higher_move_valued_most(moves):
     # drawn at random, the higher move of the first order is 2 or 5, both drawn
     higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves)
     assert set((higher[above] - position).argmax(1)[:first].tolist()) == {2, 5}
+
+
+def test_rank_pairs_forced_take_the_first_order_only_from_forced_blocks():
+    _, views, legal, tactics = rank_position(2)  # 2 wins and 5 blocks: two moves do not lose
+    forced = view([0, 7], [3, 4])  # X to move, no win: 5 is the one move that does not lose
+    views = np.concatenate([views, np.repeat(forced[None], 2, axis=0)])
+    board = views.astype(np.int8)
+    legal = board == 0
+    tactics = move_tactics(board, np.ones(4, dtype=np.int8), legal, make_game("3x3"))
+    (safe, _), (win, _) = rank_orders(legal, tactics, forced=True)
+    assert safe.sum(1).tolist() == [0, 0, 1, 1] and safe[2:, 5].all()
+    assert win.sum(1).tolist() == [1, 1, 0, 0]  # the second order as without
+    assert rank_orders(legal, tactics)[0][0].sum(1).tolist() == [2, 2, 1, 1]
+    values = np.zeros((4, 9), dtype=np.float32)
+    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values, 9, forced=True)
+    first = lower[:8]  # the two forced positions, each with its 4 losing moves 1, 2, 6, 8 below the block 5
+    assert sorted((first - forced).argmax(1).tolist()) == [1, 1, 2, 2, 6, 6, 8, 8]
+    assert ((higher[above[:8]] - forced).argmax(1) == 5).all()
+    assert len(lower) == 8 + 2 * 4  # then the win of the first two positions above their 4 non-wins each
 
 
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():

@@ -98,6 +98,8 @@ class Config:
     rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
     rank_higher: str = "random"  # with rank_labels: each pair's higher move drawn at random, or (best) the one of
     # its kind the network values most, so that the hinge leaves the order among the higher moves as it is
+    rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
+    # exactly one move does not lose (a forced block), whose higher move is then the best move
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -281,15 +283,20 @@ def reply_targets(net: ValueNet, after: np.ndarray, game: Game, gamma: float, ru
 RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
 
 
-def rank_orders(legal, tactics: MoveTactics) -> tuple[tuple, tuple]:
+def rank_orders(legal, tactics: MoveTactics, forced: bool = False) -> tuple[tuple, tuple]:
     """The two orders the rules know, as ``(higher, lower)`` move masks: a move that does not let the
-    opponent win at once above one that does, a winning move above one that does not win."""
-    return (legal & ~tactics.loss, tactics.loss), (tactics.win, legal & ~tactics.win)
+    opponent win at once above one that does, a winning move above one that does not win. With
+    ``forced`` the first order only where exactly one move does not lose (a forced block): there the
+    higher move is the best move, and lifting it cannot reorder moves the rules do not value."""
+    safe = legal & ~tactics.loss
+    if forced:
+        safe = safe & (safe.sum(1) == 1)[:, None]
+    return (safe, tactics.loss), (tactics.win, legal & ~tactics.win)
 
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
-               values: np.ndarray | None = None, moves: int = 0,
-               best_higher: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               values: np.ndarray | None = None, moves: int = 0, best_higher: bool = False,
+               forced: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
     above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
     with lower move i below ``higher[above[i]]``.
@@ -309,13 +316,14 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
 
     With ``best_higher`` (needs ``values``) each position's higher move is the one of its kind the
     network values most (ties within 1e-3 at random), not one drawn at random: the hinge then lifts the
-    move the network would play among the higher ones, and leaves their order as it was. numpy arrays
-    or tensors on one device, alike.
+    move the network would play among the higher ones, and leaves their order as it was. With
+    ``forced`` the first order comes only from positions with one move that does not lose
+    (``rank_orders``). numpy arrays or tensors on one device, alike.
     """
     xp = arrays_of(views)
     share = count // 2
     higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
-    for hi, lo in rank_orders(legal, tactics):
+    for hi, lo in rank_orders(legal, tactics, forced):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
@@ -639,12 +647,12 @@ class Trainer:
             values = None
             if a.rank_hardest or a.rank_moves or a.rank_higher == "best":
                 # the network's values where rank_pairs may look: positions with both kinds of move
-                (hi1, lo1), (hi2, lo2) = rank_orders(legal, t)
+                (hi1, lo1), (hi2, lo2) = rank_orders(legal, t, a.rank_forced)
                 ranked = xp.flatnonzero((hi1.any(1) & lo1.any(1)) | (hi2.any(1) & lo2.any(1)))
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
                 values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
             pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves,
-                               a.rank_higher == "best")
+                               a.rank_higher == "best", a.rank_forced)
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
