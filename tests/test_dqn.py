@@ -642,6 +642,21 @@ def test_rank_pairs_forced_take_the_first_order_only_from_forced_blocks():
     assert len(lower) == 8 + 2 * 4  # then the win of the first two positions above their 4 non-wins each
 
 
+def test_rank_pairs_moves_wins_false_pair_one_random_non_win():
+    position, views, legal, tactics = rank_position(4)  # 2 wins, 5 blocks, 6, 7 and 8 lose
+    values = np.full((4, 9), -np.inf, dtype=np.float32)
+    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
+    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values, 2,
+                                      moves_wins=False)
+    lo = (lower - position).argmax(1)
+    assert len(higher) == 8 and len(lower) == 4 * 2 + 4  # the first order K=2 each, the second one each
+    assert sorted(lo[:8].tolist()) == [7, 7, 7, 7, 8, 8, 8, 8]  # the losing moves valued most
+    np.testing.assert_array_equal(above[8:], np.arange(4, 8))
+    assert set(lo[8:].tolist()) <= {5, 6, 7, 8} and ((higher[4:] - position).argmax(1) == 2).all()
+    # values without moves: the hardest pair only when asked (rank_hardest)
+    assert len(rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values, hardest=False)[1]) == 8
+
+
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     t = make_trainer(num_envs=4, lr=0.05, rank_labels=8)
     for _ in range(6):

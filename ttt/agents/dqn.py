@@ -100,6 +100,8 @@ class Config:
     # its kind the network values most, so that the hinge leaves the order among the higher moves as it is
     rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
     # exactly one move does not lose (a forced block), whose higher move is then the best move
+    rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
+    # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
@@ -296,7 +298,8 @@ def rank_orders(legal, tactics: MoveTactics, forced: bool = False) -> tuple[tupl
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
                values: np.ndarray | None = None, moves: int = 0, best_higher: bool = False,
-               forced: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               forced: bool = False, moves_wins: bool = True,
+               hardest: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
     above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
     with lower move i below ``higher[above[i]]``.
@@ -305,14 +308,15 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     winning move (+1) more than one that does not win. From up to ``count // 2`` of the positions
     ``views`` (mover's view) that have both kinds of move, for each of the two orders, one pair each,
     the two moves drawn at random by ``rng``. Given the network's ``values`` of the afterstates
-    ((B, cells)), each such position also gives a second pair: the same higher move above the lower
-    move the network values most (the one it would wrongly prefer).
+    ((B, cells)) and ``hardest``, each such position also gives a second pair: the same higher move
+    above the lower move the network values most (the one it would wrongly prefer).
 
     With ``moves`` = K > 0 and the network's ``values`` (or logits: only their order counts), each
     position pairs its (random) higher move with the K lower moves the network values most instead
     (all of them when it has fewer; values closer than 1e-3 are ordered at random): the suites ask
     for the best move above every other, and the pairs it gets most wrong carry the hinge; ``higher``
-    then holds each position's higher move once. Otherwise ``above`` is ``arange(N)``.
+    then holds each position's higher move once (with ``moves_wins`` false only in the first order:
+    the second pairs one non-win drawn at random). Otherwise ``above`` is ``arange(N)``.
 
     With ``best_higher`` (needs ``values``) each position's higher move is the one of its kind the
     network values most (ties within 1e-3 at random), not one drawn at random: the hinge then lifts the
@@ -323,7 +327,7 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     xp = arrays_of(views)
     share = count // 2
     higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
-    for hi, lo in rank_orders(legal, tactics, forced):
+    for order, (hi, lo) in enumerate(rank_orders(legal, tactics, forced)):
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
@@ -333,7 +337,7 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
             keys = 1e-3 * keys - values[rows]
         up = xp.where(hi[rows], keys, float("inf")).argmin(1)
         top = _afterstates(views, rows, up)
-        if moves:
+        if moves and (order == 0 or moves_wins):
             noise = 1e-3 * xp.random(rng, (len(rows), lo.shape[1]))
             keys = xp.where(lo[rows], noise - values[rows], float("inf"))  # smallest: valued most
             e, cell = xp.nonzero(lo[rows] & (keys <= xp.kth_smallest(keys, min(moves, lo.shape[1]))))
@@ -347,7 +351,7 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
         lower.append(_afterstates(views, rows, cell))
         above.append(offset + xp.arange(len(rows)))
         offset += len(rows)
-        if values is not None:
+        if values is not None and hardest and not moves:
             higher.append(top)
             lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
             above.append(offset + xp.arange(len(rows)))
@@ -648,11 +652,14 @@ class Trainer:
             if a.rank_hardest or a.rank_moves or a.rank_higher == "best":
                 # the network's values where rank_pairs may look: positions with both kinds of move
                 (hi1, lo1), (hi2, lo2) = rank_orders(legal, t, a.rank_forced)
-                ranked = xp.flatnonzero((hi1.any(1) & lo1.any(1)) | (hi2.any(1) & lo2.any(1)))
+                ranked = hi1.any(1) & lo1.any(1)
+                if a.rank_hardest or a.rank_moves_wins or a.rank_higher == "best" or not a.rank_moves:
+                    ranked = ranked | (hi2.any(1) & lo2.any(1))
+                ranked = xp.flatnonzero(ranked)
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
                 values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
             pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves,
-                               a.rank_higher == "best", a.rank_forced)
+                               a.rank_higher == "best", a.rank_forced, a.rank_moves_wins, a.rank_hardest)
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
