@@ -707,3 +707,26 @@ def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
     assert (torch.as_tensor(higher) - position).argmax(1).tolist() == [best] * 4 + [2] * 4
     with pytest.raises(ValueError, match="rank_higher"):
         Config(rank_higher="worst")
+
+
+def test_rank_losses_label_train_the_losing_moves_toward_minus_one():
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_losses="label")
+    for _ in range(6):
+        t.step()
+    t.label_games.board[:] = 0
+    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
+    t.label_games.to_play[:] = 1
+    t.label_games.done[:] = False
+    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
+    after = position.repeat(9, 1)
+    after[torch.arange(9), torch.arange(9)] = 1.0
+    z = t.net(after).detach()
+    labels, (higher, lower, above) = t._random_position_labels()
+    # the two losing moves valued most of each of 4 positions, as labels -1; the win order stays a hinge
+    assert labels.targets.tolist() == [-1.0] * 8 and (labels.rows == -1).all()
+    top2 = sorted([6, 7, 8], key=lambda c: -float(z[c]))[:2]
+    assert sorted((torch.as_tensor(labels.obs) - position).argmax(1).tolist()) == sorted(4 * top2)
+    assert len(higher) == 4 and len(lower) == 8 and ((torch.as_tensor(higher) - position).argmax(1) == 2).all()
+    assert (torch.as_tensor(above) < 4).all()
+    with pytest.raises(ValueError, match="rank_losses"):
+        Config(rank_losses="both")

@@ -100,6 +100,9 @@ class Config:
     # its kind the network values most, so that the hinge leaves the order among the higher moves as it is
     rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
     # exactly one move does not lose (a forced block), whose higher move is then the best move
+    rank_losses: str = "hinge"  # with rank_labels: the losing moves of the non-losing-above-losing pairs are
+    # trained by the hinge (both moves of a pair move), or (label) toward their exact value -1 beside the TD
+    # targets, their higher moves untrained
     rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
     # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
@@ -113,6 +116,7 @@ class Config:
         check_choice("agent.", self, "optimizer", ("adam", "sgd"))
         check_choice("agent.", self, "loss", ("huber", "mse"))
         check_choice("agent.", self, "rank_higher", ("random", "best"))
+        check_choice("agent.", self, "rank_losses", ("hinge", "label"))
         check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
                                       "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
@@ -298,8 +302,8 @@ def rank_orders(legal, tactics: MoveTactics, forced: bool = False) -> tuple[tupl
 
 def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count: int, rng,
                values: np.ndarray | None = None, moves: int = 0, best_higher: bool = False,
-               forced: bool = False, moves_wins: bool = True,
-               hardest: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               forced: bool = False, moves_wins: bool = True, hardest: bool = True,
+               split: bool = False) -> tuple:
     """Pairs of afterstates of one position whose order the rules know exactly: ``(higher, lower,
     above)``, float32 boards from the mover's view, ``lower`` (N, cells) and ``higher`` (M, cells),
     with lower move i below ``higher[above[i]]``.
@@ -322,12 +326,17 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
     network values most (ties within 1e-3 at random), not one drawn at random: the hinge then lifts the
     move the network would play among the higher ones, and leaves their order as it was. With
     ``forced`` the first order comes only from positions with one move that does not lose
-    (``rank_orders``). numpy arrays or tensors on one device, alike.
+    (``rank_orders``). With ``split`` the result also holds ``(m, n)``: the first ``m`` rows of
+    ``higher`` and ``n`` of ``lower`` are the first order's. numpy arrays or tensors on one device,
+    alike.
     """
     xp = arrays_of(views)
     share = count // 2
     higher, lower, above, offset = [], [], [], 0  # offset: rows of higher so far
+    first = (0, 0)
     for order, (hi, lo) in enumerate(rank_orders(legal, tactics, forced)):
+        if order == 1:
+            first = (offset, sum(len(x) for x in lower))
         rows = xp.flatnonzero(hi.any(1) & lo.any(1))
         if len(rows) > share:
             keys = xp.random(rng, (1, len(rows)))
@@ -356,6 +365,8 @@ def rank_pairs(views: np.ndarray, legal: np.ndarray, tactics: MoveTactics, count
             lower.append(_afterstates(views, rows, xp.where(lo[rows], values[rows], float("-inf")).argmax(1)))
             above.append(offset + xp.arange(len(rows)))
             offset += len(rows)
+    if split:
+        return xp.concat(higher), xp.concat(lower), xp.concat(above), first
     return xp.concat(higher), xp.concat(lower), xp.concat(above)
 
 
@@ -658,8 +669,14 @@ class Trainer:
                 ranked = xp.flatnonzero(ranked)
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
                 values[ranked] = xp.from_tensor(afterstate_values(self.net, lg, ranked, NO_RULES))
-            pairs = rank_pairs(views, legal, t, a.rank_labels, self.rng, values, a.rank_moves,
-                               a.rank_higher == "best", a.rank_forced, a.rank_moves_wins, a.rank_hardest)
+            higher, lower, above, (m, n) = rank_pairs(
+                views, legal, t, a.rank_labels, self.rng, values, a.rank_moves, a.rank_higher == "best",
+                a.rank_forced, a.rank_moves_wins, a.rank_hardest, split=True)
+            pairs = higher, lower, above
+            if a.rank_losses == "label":  # the first order's losing moves as labels, -1; no hinge for them
+                losing = Targets(lower[:n], xp.full(n, -1.0, "float32"), xp.full(n, -1, "int64"))
+                labels = Targets.concat([labels, losing])
+                pairs = higher[m:], lower[n:], above[n:] - m
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
         return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
