@@ -709,8 +709,9 @@ def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
         Config(rank_higher="worst")
 
 
-def test_rank_losses_label_train_the_losing_moves_toward_minus_one():
-    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_losses="label")
+@pytest.mark.parametrize("mode", ["label", "both"])
+def test_rank_losses_label_train_the_losing_moves_toward_minus_one(mode):
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_losses=mode)
     for _ in range(6):
         t.step()
     t.label_games.board[:] = 0
@@ -722,11 +723,15 @@ def test_rank_losses_label_train_the_losing_moves_toward_minus_one():
     after[torch.arange(9), torch.arange(9)] = 1.0
     z = t.net(after).detach()
     labels, (higher, lower, above) = t._random_position_labels()
-    # the two losing moves valued most of each of 4 positions, as labels -1; the win order stays a hinge
+    # the two losing moves valued most of each of 4 positions, as labels -1
     assert labels.targets.tolist() == [-1.0] * 8 and (labels.rows == -1).all()
     top2 = sorted([6, 7, 8], key=lambda c: -float(z[c]))[:2]
     assert sorted((torch.as_tensor(labels.obs) - position).argmax(1).tolist()) == sorted(4 * top2)
-    assert len(higher) == 4 and len(lower) == 8 and ((torch.as_tensor(higher) - position).argmax(1) == 2).all()
-    assert (torch.as_tensor(above) < 4).all()
+    if mode == "label":  # the win order stays a hinge, the first order has none
+        assert len(higher) == 4 and len(lower) == 8 and ((torch.as_tensor(higher) - position).argmax(1) == 2).all()
+        assert (torch.as_tensor(above) < 4).all()
+    else:  # both orders keep their hinges: the same losing moves below the first order's higher moves
+        assert len(higher) == 8 and len(lower) == 16
+        torch.testing.assert_close(torch.as_tensor(lower[:8]), torch.as_tensor(labels.obs))
     with pytest.raises(ValueError, match="rank_losses"):
-        Config(rank_losses="both")
+        Config(rank_losses="all")

@@ -102,7 +102,7 @@ class Config:
     # exactly one move does not lose (a forced block), whose higher move is then the best move
     rank_losses: str = "hinge"  # with rank_labels: the losing moves of the non-losing-above-losing pairs are
     # trained by the hinge (both moves of a pair move), or (label) toward their exact value -1 beside the TD
-    # targets, their higher moves untrained
+    # targets, their higher moves untrained, or (both) by the hinge and as labels
     rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
     # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
@@ -116,7 +116,7 @@ class Config:
         check_choice("agent.", self, "optimizer", ("adam", "sgd"))
         check_choice("agent.", self, "loss", ("huber", "mse"))
         check_choice("agent.", self, "rank_higher", ("random", "best"))
-        check_choice("agent.", self, "rank_losses", ("hinge", "label"))
+        check_choice("agent.", self, "rank_losses", ("hinge", "label", "both"))
         check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
                                       "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
@@ -673,9 +673,10 @@ class Trainer:
                 views, legal, t, a.rank_labels, self.rng, values, a.rank_moves, a.rank_higher == "best",
                 a.rank_forced, a.rank_moves_wins, a.rank_hardest, split=True)
             pairs = higher, lower, above
-            if a.rank_losses == "label":  # the first order's losing moves as labels, -1; no hinge for them
+            if a.rank_losses != "hinge":  # the first order's losing moves as labels, -1
                 losing = Targets(lower[:n], xp.full(n, -1.0, "float32"), xp.full(n, -1, "int64"))
                 labels = Targets.concat([labels, losing])
+            if a.rank_losses == "label":  # ... and no hinge for them
                 pairs = higher[m:], lower[n:], above[n:] - m
         lg.play(random_legal_actions(legal, self.rng), check=False)
         lg.reset(lg.done)
