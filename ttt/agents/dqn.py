@@ -664,7 +664,7 @@ class Trainer:
                 # the network's values where rank_pairs may look: positions with both kinds of move
                 (hi1, lo1), (hi2, lo2) = rank_orders(legal, t, a.rank_forced)
                 ranked = hi1.any(1) & lo1.any(1)
-                if a.rank_hardest or a.rank_moves_wins or a.rank_higher == "best" or not a.rank_moves:
+                if a.rank_hardest or a.rank_higher == "best" or a.rank_moves_wins:  # the win order looks too
                     ranked = ranked | (hi2.any(1) & lo2.any(1))
                 ranked = xp.flatnonzero(ranked)
                 values = xp.full(tuple(legal.shape), float("-inf"), "float32")
