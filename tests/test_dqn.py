@@ -667,8 +667,11 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
 
 
-def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
-    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2)
+def trainer_at_rank_position(**agent):
+    """A 3x3 trainer with 4 games of random play after 6 plies, every one of them set to the position of
+    ``rank_position`` (X to move: 2 wins, 5 blocks, 6, 7 and 8 lose): ``(trainer, position, afterstates)``,
+    the position's 9 afterstates as boards (illegal ones too)."""
+    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, **agent)
     for _ in range(6):
         t.step()
     t.label_games.board[:] = 0
@@ -676,11 +679,16 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     t.label_games.to_play[:] = 1
     t.label_games.done[:] = False
     position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
+    after = position.repeat(9, 1)
+    after[torch.arange(9), torch.arange(9)] = 1.0
+    return t, position, after
+
+
+def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
+    t, position, after = trainer_at_rank_position()
     higher, lower, above = t._random_position_labels()[1]
     assert len(higher) == 8 and len(lower) == 8 * 2  # 4 positions of each order, 2 pairs each
     assert sorted(above.tolist()) == sorted(2 * list(range(8)))
-    after = position.repeat(9, 1)
-    after[torch.arange(9), torch.arange(9)] = 1.0
     z = t.net.logit(after).detach()
 
     def top2(cells):
@@ -691,16 +699,7 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
 
 
 def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
-    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_higher="best")
-    for _ in range(6):
-        t.step()
-    t.label_games.board[:] = 0
-    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
-    t.label_games.to_play[:] = 1
-    t.label_games.done[:] = False
-    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
-    after = position.repeat(9, 1)
-    after[torch.arange(9), torch.arange(9)] = 1.0
+    t, position, after = trainer_at_rank_position(rank_higher="best")
     z = t.net(after).detach()
     higher = t._random_position_labels()[1][0]
     best = 2 if z[2] > z[5] else 5
@@ -711,16 +710,7 @@ def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
 
 @pytest.mark.parametrize("mode", ["label", "both"])
 def test_rank_losses_label_train_the_losing_moves_toward_minus_one(mode):
-    t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, rank_losses=mode)
-    for _ in range(6):
-        t.step()
-    t.label_games.board[:] = 0
-    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
-    t.label_games.to_play[:] = 1
-    t.label_games.done[:] = False
-    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
-    after = position.repeat(9, 1)
-    after[torch.arange(9), torch.arange(9)] = 1.0
+    t, position, after = trainer_at_rank_position(rank_losses=mode)
     z = t.net(after).detach()
     labels, (higher, lower, above) = t._random_position_labels()
     # the two losing moves valued most of each of 4 positions, as labels -1
