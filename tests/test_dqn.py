@@ -526,14 +526,19 @@ def test_first_layer_learning_rate():
         Config(first_lr=-1.0)
 
 
+def x_to_move_tactics(views: np.ndarray):
+    """``(legal, tactics)`` of 3x3 boards ``views`` with X to move."""
+    board = views.astype(np.int8)
+    legal = board == 0
+    return legal, move_tactics(board, np.ones(len(board), dtype=np.int8), legal, make_game("3x3"))
+
+
 def rank_position(copies: int):
     """X to move holds 0 and 1 (2 wins); O holds 3 and 4 (5 wins for O): 6, 7 and 8 let O win.
     ``(position, views, legal, tactics)`` for ``copies`` copies of it."""
     position = view([0, 1], [3, 4])
     views = np.repeat(position[None], copies, axis=0)
-    board = views.astype(np.int8)
-    legal = board == 0
-    return position, views, legal, move_tactics(board, np.ones(copies, dtype=np.int8), legal, make_game("3x3"))
+    return position, views, *x_to_move_tactics(views)
 
 
 def test_rank_pairs_follow_the_rules_order():
@@ -624,12 +629,10 @@ def test_rank_pairs_best_higher_take_the_higher_move_valued_most(moves):
 
 
 def test_rank_pairs_forced_take_the_first_order_only_from_forced_blocks():
-    _, views, legal, tactics = rank_position(2)  # 2 wins and 5 blocks: two moves do not lose
+    _, views, _, _ = rank_position(2)  # 2 wins and 5 blocks: two moves do not lose
     forced = view([0, 7], [3, 4])  # X to move, no win: 5 is the one move that does not lose
     views = np.concatenate([views, np.repeat(forced[None], 2, axis=0)])
-    board = views.astype(np.int8)
-    legal = board == 0
-    tactics = move_tactics(board, np.ones(4, dtype=np.int8), legal, make_game("3x3"))
+    legal, tactics = x_to_move_tactics(views)
     (safe, _), (win, _) = rank_orders(legal, tactics, forced=True)
     assert safe.sum(1).tolist() == [0, 0, 1, 1] and safe[2:, 5].all()
     assert win.sum(1).tolist() == [1, 1, 0, 0]  # the second order as without
