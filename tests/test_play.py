@@ -16,6 +16,7 @@ import ttt.play as tp
 from ttt.agents import load_player
 from ttt.cli import OutputError
 from ttt.games import make_game
+from ttt.human import MoveError, parse_move
 from ttt.players import PLAYERS, Player
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
@@ -81,9 +82,9 @@ def test_bad_inputs_get_a_reason_and_a_new_prompt():
 
 def test_coordinates_and_cell_numbers_mean_the_same_cell():
     state = make_game("3x3").initial_state()
-    assert tp.parse_move(state, "1,2") == tp.parse_move(state, "5") == tp.parse_move(state, "(1, 2)") == 5
+    assert parse_move(state, "1,2") == parse_move(state, "5") == parse_move(state, "(1, 2)") == 5
     state3 = make_game("3x3x3").initial_state()
-    assert tp.parse_move(state3, "2,1,0") == 2 * 9 + 1 * 3 + 0
+    assert parse_move(state3, "2,1,0") == 2 * 9 + 1 * 3 + 0
 
 
 def test_undo_takes_back_a_pair_of_moves():
@@ -114,9 +115,9 @@ def test_gravity_cells_must_be_reachable():
     game = make_game("4x4x4_gravity")
     board = [0] * 64
     board[0], board[16], board[32], board[48], board[1], board[17] = 1, -1, 1, -1, -1, 1
-    with pytest.raises(tp.MoveError, match="column 0,0 is full"):
-        tp.parse_move(game.state_from_board(board), "0,0")
-    assert tp.parse_move(game.state_from_board(board), "0,1") == 33
+    with pytest.raises(MoveError, match="column 0,0 is full"):
+        parse_move(game.state_from_board(board), "0,0")
+    assert parse_move(game.state_from_board(board), "0,1") == 33
 
 
 def test_seat_prompt_and_end_of_input():

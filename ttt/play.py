@@ -15,7 +15,6 @@ and save itself at the end (``save=PATH``; default: next to its checkpoint as ``
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from omegaconf import DictConfig
 
 from ttt.cli import OutputError, check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
-from ttt.games import FIRST, Game, IllegalMoveError, State, render_board
+from ttt.games import FIRST, Game, State, render_board
+from ttt.human import MoveError, hint_text, move_syntax, parse_move
 from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents, parse_spec
 
@@ -51,49 +51,6 @@ ConfigStore.instance().store(name="play_schema", node=PlayConfig)
 
 COMMANDS = "hint, undo, help, quit"
 SYMBOL = {FIRST: "X", -FIRST: "O"}
-
-
-class MoveError(ValueError):
-    """Input that is not a legal move; the message is the one-line reason shown to the player."""
-
-
-def move_syntax(game: Game) -> str:
-    """How moves are typed on ``game``, for prompts and error messages."""
-    coords = "row,col" if game.d == 2 else "layer,row,col"
-    text = f"a cell number (0-{game.num_cells - 1}) or {coords}"
-    if game.gravity:
-        text += " or a column row,col"
-    return text
-
-
-def parse_move(state: State, text: str) -> int:
-    """The cell the human means by ``text`` in ``state``; MoveError with the reason otherwise."""
-    game = state.game
-    parts = [p for p in re.split(r"[,\s]+", text.strip().strip("()[]")) if p]
-    if not parts or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
-        raise MoveError(f"{text.strip()!r} is not a move: type {move_syntax(game)}, or {COMMANDS}")
-    nums = [int(p) for p in parts]
-    if len(nums) == 1:
-        cell = nums[0]
-    elif len(nums) in (game.d, game.d - 1) and (len(nums) == game.d or game.gravity):
-        for x in nums:
-            if not 0 <= x < game.n:
-                raise MoveError(f"coordinate {x} is out of range 0..{game.n - 1}")
-        if len(nums) == game.d:
-            cell = int(np.ravel_multi_index(nums, game.shape))
-        else:  # a gravity column: the lowest empty cell
-            column = [int(np.ravel_multi_index([z, *nums], game.shape)) for z in range(game.n)]
-            empty = [c for c in column if state.board[c] == 0]
-            if not empty:
-                raise MoveError(f"column {','.join(map(str, nums))} is full")
-            cell = empty[0]
-    else:
-        raise MoveError(f"{text.strip()!r}: give {move_syntax(game)}")
-    try:
-        return state.check_action(cell)
-    except IllegalMoveError as e:
-        reason = re.sub(r"^action \S+ on \S+: ", "", str(e))  # the rules' prefix repeats what the player typed
-        raise MoveError(f"{cell} is not legal: {reason}") from None
 
 
 def _default_save_path(spec: Any) -> Path | None:
@@ -232,7 +189,7 @@ def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
         if command in ("help", "?"):
             io.say(f"Type {move_syntax(game)}; or {COMMANDS}.")
         elif command == "hint":
-            io.say(_hint(agent, label, state))
+            io.say(hint_text(agent, label, state))
         elif command == "undo":
             # back to the latest earlier position where it was the human's turn
             earlier = [i for i in range(len(states) - 1) if states[i].to_play() == human]
@@ -244,7 +201,7 @@ def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
             io.say(render_board(game, states[-1].board, show_numbers=True))
         elif text:
             try:
-                action = parse_move(state, text)
+                action = parse_move(state, text, COMMANDS)
             except MoveError as e:
                 io.say(str(e))
                 continue
@@ -254,15 +211,6 @@ def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
     winner = states[-1].winner()
     io.say("Draw." if winner == 0 else ("You win!" if winner == human else f"{label} wins."))
     return states
-
-
-def _hint(agent: Player, label: str, state: State) -> str:
-    values = agent.action_values(state)
-    if not values:
-        return f"hint: {label} has no move values"
-    ranked = sorted(values.items(), key=lambda kv: -kv[1])
-    moves = ", ".join(f"{a} ({state.game.cell_label(a)}) {v:+.2f}" for a, v in ranked)
-    return f"hint, {label}'s value of each move for you (higher is better): {moves}"
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="play")

@@ -1,0 +1,136 @@
+"""What a person types and reads when playing: moves as cell numbers or coordinates, hints, and the
+lines worth pointing at on a board. ``ttt.play`` (the terminal) and ``ttt.serve`` (the browser) share it.
+
+* ``parse_move(state, text)``: a cell number (``row*n + col``, ``layer*n*n + row*n + col``), or
+  coordinates ``row,col`` (2D) / ``layer,row,col`` (3D); on a gravity board also a column ``row,col``
+  (the piece drops to its lowest empty cell). A ``MoveError`` carries the one-line reason otherwise.
+* ``move_hint(agent, state)``: the agent's value of each legal move for the player to move
+  (``Player.action_values``), and which of those values its move-selection rules decide rather than
+  its network (a player with ``without_rules()``, e.g. ``ttt.agents.dqn.DQNPlayer``).
+* ``open_lines(state)``: every line one move from completion, for both players; ``winning_line(state)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ttt.games import Game, IllegalMoveError, State
+from ttt.players import Player
+from ttt.tactics import has_rules, without_rules
+
+
+class MoveError(ValueError):
+    """Input that is not a legal move; the message is the one-line reason shown to the player."""
+
+
+def move_syntax(game: Game) -> str:
+    """How moves are typed on ``game``, for prompts and error messages."""
+    coords = "row,col" if game.d == 2 else "layer,row,col"
+    text = f"a cell number (0-{game.num_cells - 1}) or {coords}"
+    if game.gravity:
+        text += " or a column row,col"
+    return text
+
+
+def parse_move(state: State, text: str, commands: str = "") -> int:
+    """The cell the person means by ``text`` in ``state``; MoveError with the reason otherwise.
+
+    ``commands`` (e.g. ``"hint, undo"``) is named in the message for text that is no move at all.
+    """
+    game = state.game
+    parts = [p for p in re.split(r"[,\s]+", text.strip().strip("()[]")) if p]
+    if not parts or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+        also = f", or {commands}" if commands else ""
+        raise MoveError(f"{text.strip()!r} is not a move: type {move_syntax(game)}{also}")
+    nums = [int(p) for p in parts]
+    if len(nums) == 1:
+        cell = nums[0]
+    elif len(nums) in (game.d, game.d - 1) and (len(nums) == game.d or game.gravity):
+        for x in nums:
+            if not 0 <= x < game.n:
+                raise MoveError(f"coordinate {x} is out of range 0..{game.n - 1}")
+        if len(nums) == game.d:
+            cell = int(np.ravel_multi_index(nums, game.shape))
+        else:  # a gravity column: the lowest empty cell
+            column = [int(np.ravel_multi_index([z, *nums], game.shape)) for z in range(game.n)]
+            empty = [c for c in column if state.board[c] == 0]
+            if not empty:
+                raise MoveError(f"column {','.join(map(str, nums))} is full")
+            cell = empty[0]
+    else:
+        raise MoveError(f"{text.strip()!r}: give {move_syntax(game)}")
+    return check_move(state, cell)
+
+
+def check_move(state: State, cell: int) -> int:
+    """``cell`` when it is legal in ``state``; MoveError with the rules' reason otherwise."""
+    try:
+        return state.check_action(cell)
+    except IllegalMoveError as e:
+        reason = re.sub(r"^action \S+ on \S+: ", "", str(e))  # the rules' prefix repeats what the player typed
+        raise MoveError(f"{cell} is not legal: {reason}") from None
+
+
+@dataclass
+class Hint:
+    """An agent's value of each legal move for the player to move (higher is better for that player).
+
+    ``values`` is None when the agent has none. ``by_rules``: the moves whose value the agent's
+    move-selection rules decide (an exact win, loss or fork); the rest are its own estimates.
+    """
+
+    values: dict[int, float] | None
+    by_rules: frozenset[int] = frozenset()
+
+
+def move_hint(agent: Player, state: State) -> Hint:
+    """``agent``'s values of the legal moves of ``state``, and which of them its rules decide."""
+    values = agent.action_values(state)
+    if not values:
+        return Hint(None)
+    by_rules: frozenset[int] = frozenset()
+    if has_rules(agent):  # a rule replaces the network's estimate: the two differ exactly there
+        alone = without_rules(agent).action_values(state) or {}
+        by_rules = frozenset(a for a, v in values.items() if alone.get(a) != v)
+    return Hint(values, by_rules)
+
+
+def hint_text(agent: Player, label: str, state: State) -> str:
+    """The hint as one line of text, best move first (``ttt.play``'s ``hint`` command)."""
+    values = move_hint(agent, state).values
+    if not values:
+        return f"hint: {label} has no move values"
+    ranked = sorted(values.items(), key=lambda kv: -kv[1])
+    moves = ", ".join(f"{a} ({state.game.cell_label(a)}) {v:+.2f}" for a, v in ranked)
+    return f"hint, {label}'s value of each move for you (higher is better): {moves}"
+
+
+def open_lines(state: State) -> list[tuple[int, tuple[int, ...], int]]:
+    """Every line one move from completion: (player, the line's cells, its empty cell), both players.
+
+    The empty cell need not be playable yet (with gravity it may wait for the cell below).
+    """
+    k = state.game.line_length
+    out = []
+    for line in state.game.lines:
+        values = [state.board[int(c)] for c in line]
+        total = sum(values)
+        if values.count(0) == 1 and abs(total) == k - 1:
+            empty = int(line[values.index(0)])
+            out.append((1 if total > 0 else -1, tuple(int(c) for c in line), empty))
+    return out
+
+
+def winning_line(state: State) -> tuple[int, ...] | None:
+    """The cells of the line the winner completed (one through the last move), or None."""
+    winner = state.winner()
+    if winner == 0:
+        return None
+    through = state.game.lines_through[state.last_action] if state.last_action >= 0 else ()
+    for line in [*through, *map(tuple, state.game.lines)]:
+        if all(state.board[int(c)] == winner for c in line):
+            return tuple(int(c) for c in line)
+    return None

@@ -1,0 +1,118 @@
+"""Play and inspect agents in the browser: ``python -m ttt.serve`` (Hydra; ``--help`` shows the config).
+
+Serves one page (``ttt/web/static``: no outside resources, so it works offline) and its JSON API
+(``ttt.web.app``) with uvicorn, on ``host=127.0.0.1`` ``port=8000`` unless told otherwise; a host that
+is not a loopback address prints a warning, since anyone who reaches it can play and load the
+checkpoints offered. ``checkpoints=DIR`` is the folder whose checkpoints the page offers by name
+(default: the shipped ``checkpoints/``). Every request is logged with its time in milliseconds.
+Needs the ``web`` extra (Starlette, uvicorn).
+
+``serve(cfg)`` is the plain function; ``listen(host, port)`` binds the socket it serves on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig
+
+from ttt.cli import run_cli
+from ttt.specs import SHIPPED_CHECKPOINT
+
+
+@dataclass
+class ServeConfig:
+    """Schema of ``configs/serve.yaml``."""
+
+    host: str = "127.0.0.1"  # the address to listen on
+    port: int = 8000  # 0: any free port
+    checkpoints: str | None = None  # folder of checkpoints offered by name; None: the shipped checkpoints/
+    max_games: int = 64  # games kept in memory at once
+    max_idle_minutes: float = 60  # a game unused this long is dropped
+    seed: int = 0  # the agents' random choices
+    threads: int = 1  # torch intra-op threads
+
+
+ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
+
+SHIPPED_FOLDER = SHIPPED_CHECKPOINT.parents[1]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` resolves to is this machine's loopback."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` and listening; a one-line ValueError when it cannot be."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be in 0..65535, got {port}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as e:
+        raise ValueError(f"host {host!r}: {e.strerror or e}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve(cfg: DictConfig) -> None:
+    """Serve the page until Ctrl-C or SIGTERM."""
+    if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
+        raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
+    folder = Path(cfg.checkpoints) if cfg.checkpoints is not None else SHIPPED_FOLDER
+    if cfg.checkpoints is not None and not folder.is_dir():
+        raise ValueError(f"checkpoints={folder}: no such folder")
+    try:
+        import uvicorn
+
+        from ttt.web.app import create_app
+    except ModuleNotFoundError as e:
+        raise ValueError(f"python -m ttt.serve needs the web extra ({e.name} is missing): "
+                         "pip install -e '.[web]'") from None
+    import torch
+
+    torch.set_num_threads(int(cfg.threads))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("ttt.serve").setLevel(logging.INFO)
+    host = str(cfg.host)
+    if not is_loopback(host):
+        print(f"warning: host={host} is not a loopback address: anyone who can reach this machine can use the "
+              "server and the agents it offers", file=sys.stderr)
+    app = create_app(folder, max_games=int(cfg.max_games), max_idle_minutes=float(cfg.max_idle_minutes),
+                     seed=int(cfg.seed))
+    sock = listen(host, int(cfg.port))
+    print(f"serving {url_of(sock)} (checkpoints from {folder}; Ctrl-C stops)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
+    server.run(sockets=[sock])
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="serve")
+def main(cfg: DictConfig) -> None:
+    run_cli(serve, cfg)
+
+
+if __name__ == "__main__":
+    main()

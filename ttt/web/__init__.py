@@ -1,0 +1,2 @@
+"""The browser front end of ``python -m ttt.serve``: games kept in memory (``ttt.web.games``), the HTTP
+API (``ttt.web.app``) and the one page it serves (``ttt/web/static``, no outside resources)."""

@@ -1,0 +1,283 @@
+"""The HTTP API and the page of ``python -m ttt.serve``, as a Starlette app (``create_app``).
+
+Routes (JSON in and out; an error is ``{"error": "one line"}`` with a 4xx, or a 500 when an agent fails):
+
+====================================  ===============================================================
+``GET /``                             the page (``static/index.html``; its script and style beside it)
+``GET /api/options``                  boards, player specs, the checkpoint folder's names, defaults
+``POST /api/games``                   ``{"board", "x", "o"}``: a new game; each seat ``human``, a spec
+                                      (``alphabeta:2``) or ``checkpoint:NAME``; answers the game's view
+``GET /api/games/{id}``               the game's view (``WebGame.view``)
+``DELETE /api/games/{id}``            forget the game
+``POST /api/games/{id}/move``         ``{"move": 21}`` or ``{"move": "1,1,1"}``: a person's move
+``POST /api/games/{id}/step``         the agent to move plays one move
+``POST /api/games/{id}/undo``         back to the person's previous turn (no person: one ply)
+``GET /api/games/{id}/hint``          the agent's value of every legal move (``WebGame.hint``)
+``GET /api/games/{id}/record``        the game as a JSON file to download
+====================================  ===============================================================
+
+Every request body is checked: at most ``MAX_BODY`` bytes, a JSON object with exactly the expected
+keys. Agents run in worker threads, one request at a time per game; anything an agent raises becomes a
+500 with one line and the server goes on. ``TimingLog`` writes one line per request with its time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ttt.checkpoint import CheckpointError
+from ttt.cli import one_line
+from ttt.games import BOARDS, FIRST, SECOND
+from ttt.players import PLAYERS, player_factory
+from ttt.web.games import (
+    CHECKPOINT_PREFIX,
+    HUMAN,
+    AgentError,
+    CheckpointShelf,
+    GameTable,
+    RequestError,
+    check_board,
+    seat_player,
+)
+
+log = logging.getLogger("ttt.serve")
+
+MAX_BODY = 4096  # bytes of a request body
+STATIC = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+DEFAULT_BOARD = "4x4x4"
+DEFAULT_CHECKPOINT = "dqn_444"
+EXAMPLE_SPECS = {"random": "random", "benchmark": "benchmark", "alphabeta": "alphabeta:2", "mcts": "mcts:200",
+                 "perfect": "perfect", "openspiel_mcts": "openspiel_mcts:200"}
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'"}
+
+
+def error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def available_specs() -> list[str]:
+    """An example spec of every registered player that can be made here (OpenSpiel's only when installed)."""
+    out = []
+    for name in PLAYERS:
+        try:
+            player_factory(name)
+        except ValueError:  # its optional package is missing
+            continue
+        out.append(EXAMPLE_SPECS.get(name, name))
+    return out
+
+
+def static_files() -> dict[str, bytes]:
+    """The page's files, read once from the package."""
+    folder = resources.files("ttt.web") / "static"
+    return {name: (folder / name).read_bytes() for name in STATIC}
+
+
+async def read_json(request: Request, keys: set[str], required: set[str] | None = None) -> dict[str, Any]:
+    """The request's body as a JSON object with only ``keys`` (all of ``required``); RequestError otherwise."""
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise RequestError(f"request body over {MAX_BODY} bytes", 413)
+    if not body.strip():
+        data: Any = {}
+    else:
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise RequestError("the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = sorted(set(data) - keys)
+    if unknown:
+        raise RequestError(f"unknown key {str(unknown[0])[:40]!r}; expected {', '.join(sorted(keys)) or 'none'}")
+    missing = sorted((required or set()) - set(data))
+    if missing:
+        raise RequestError(f"missing key {missing[0]!r}")
+    return data
+
+
+def api(handler):
+    """Wrap an endpoint: RequestError -> its 4xx, a user's ValueError or CheckpointError -> 400, an agent's
+    failure -> 500, anything else -> 500 (logged with its traceback); always one line."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except RequestError as e:
+            return error(one_line(e), e.status)
+        except (ValueError, CheckpointError) as e:
+            return error(one_line(e), 400)
+        except AgentError as e:
+            log.error("%s", e, exc_info=e.__cause__)
+            return error(one_line(e), 500)
+        except Exception as e:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error(f"server error: {one_line(e)}", 500)
+
+    return endpoint
+
+
+class TimingLog:
+    """ASGI middleware: one log line per request, ``METHOD path status milliseconds``, and the
+    security headers on every response."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = [500]
+
+        async def send_timed(message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"],
+                                      *((k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_timed)
+        finally:
+            ms = 1000 * (time.perf_counter() - start)
+            log.info("%s %s %d %.1f ms", scope["method"], scope["path"], status[0], ms)
+
+
+def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_idle_minutes: float = 60,
+               seed: int = 0) -> Starlette:
+    """The server's app: checkpoints by name from the folder ``checkpoints`` (None: none), at most
+    ``max_games`` games in memory, each dropped after ``max_idle_minutes`` unused; game i's agents draw
+    their random choices from ``numpy.random.default_rng([seed, i])``."""
+    shelf = CheckpointShelf(checkpoints)
+    table = GameTable(max_games, 60 * max_idle_minutes)
+    files = static_files()
+    counter = itertools.count(1)  # the games' numbers, for their seeds
+
+    async def page(request: Request) -> Response:
+        return Response(files["index.html"], media_type=STATIC["index.html"])
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in files:
+            return error("not found", 404)
+        return Response(files[name], media_type=STATIC[name])
+
+    @api
+    async def options(request: Request) -> Response:
+        listing = await run_in_threadpool(shelf.listing)
+        names = [c["name"] for c in listing]
+        default = DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT in names else None
+        return JSONResponse({
+            "boards": [{"name": b, **{k: v for k, v in spec.items()}} for b, spec in BOARDS.items()],
+            "specs": available_specs(),
+            "checkpoints": listing,
+            "checkpoint_prefix": CHECKPOINT_PREFIX,
+            "default": {"board": DEFAULT_BOARD, "x": HUMAN,
+                        "o": f"{CHECKPOINT_PREFIX}{default}" if default else "benchmark"},
+        })
+
+    @api
+    async def new_game(request: Request) -> Response:
+        data = await read_json(request, {"board", "x", "o"}, {"board", "x", "o"})
+        board = check_board(data["board"])
+
+        def build():
+            seats = {FIRST: seat_player(data["x"], board, shelf), SECOND: seat_player(data["o"], board, shelf)}
+            return table.new(board, seats, seed=[seed, next(counter)]).view()
+
+        return JSONResponse(await run_in_threadpool(build), status_code=201)
+
+    def game_of(request: Request):
+        return table.get(request.path_params["game_id"])
+
+    async def locked(request: Request, work) -> Response:
+        """``work(game)`` in a worker thread with the game locked; answers the game's view."""
+        game = game_of(request)
+
+        def run():
+            with game.lock:
+                work(game)
+                return game.view()
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    @api
+    async def get_game(request: Request) -> Response:
+        return JSONResponse(game_of(request).view())
+
+    @api
+    async def delete_game(request: Request) -> Response:
+        table.remove(request.path_params["game_id"])
+        return JSONResponse({"deleted": request.path_params["game_id"]})
+
+    @api
+    async def move(request: Request) -> Response:
+        data = await read_json(request, {"move"}, {"move"})
+        return await locked(request, lambda g: g.play(data["move"]))
+
+    @api
+    async def step(request: Request) -> Response:
+        await read_json(request, set())
+        return await locked(request, lambda g: g.step())
+
+    @api
+    async def undo(request: Request) -> Response:
+        await read_json(request, set())
+        return await locked(request, lambda g: g.undo())
+
+    @api
+    async def hint(request: Request) -> Response:
+        game = game_of(request)
+
+        def run():
+            with game.lock:
+                return game.hint()
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    @api
+    async def record(request: Request) -> Response:
+        game = game_of(request)
+        body = json.dumps(game.record(), indent=2) + "\n"
+        filename = f"ttt-{game.game.name}-{game.id}.json"
+        return Response(body, media_type="application/json",
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        return error(exc.detail if isinstance(exc.detail, str) else "error", exc.status_code)
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", static),
+        Route("/api/options", options),
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{game_id}", get_game, methods=["GET"]),
+        Route("/api/games/{game_id}", delete_game, methods=["DELETE"]),
+        Route("/api/games/{game_id}/move", move, methods=["POST"]),
+        Route("/api/games/{game_id}/step", step, methods=["POST"]),
+        Route("/api/games/{game_id}/undo", undo, methods=["POST"]),
+        Route("/api/games/{game_id}/hint", hint),
+        Route("/api/games/{game_id}/record", record),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app.add_middleware(TimingLog)
+    app.state.table = table
+    app.state.shelf = shelf
+    return app
