@@ -62,7 +62,10 @@ function cellBox(c) {
   b.dataset.cell = c;
   b.innerHTML = '<span class="num"></span><span class="mark"></span><span class="val"></span>';
   b.querySelector(".num").textContent = c;
-  b.addEventListener("click", () => act("POST", `/api/games/${game.id}/move`, { move: c }));
+  // not disabled when taken: a disabled button gets no hover, and hovering shows the lines through a cell
+  b.addEventListener("click", () => {
+    if (b.classList.contains("playable")) act("POST", `/api/games/${game.id}/move`, { move: c });
+  });
   b.addEventListener("mouseenter", () => highlight(c, true));
   b.addEventListener("mouseleave", () => highlight(c, false));
   b.addEventListener("focus", () => highlight(c, true));
@@ -131,7 +134,7 @@ function render() {
     el.className = "cell" + (mark ? " " + mark.toLowerCase() : "") + (legal.has(c) && mine ? " playable" : "")
       + (c === game.last ? " last" : "") + (win.has(c) ? " win" : "")
       + (openAt[c] ? [...openAt[c]].map((m) => " open-" + m.toLowerCase()).join("") : "");
-    el.disabled = !(legal.has(c) && mine);
+    el.setAttribute("aria-disabled", String(!(legal.has(c) && mine)));
     el.setAttribute("aria-label", `cell ${c} (${label(c)})${mark ? " " + mark : ""}`);
   }
   const status = $("status");
@@ -168,11 +171,11 @@ function updateButtons() {
   $("move-input").disabled = !game || game.over || agent;
 }
 
-// The heat map: red (-1, bad for the player to move) through white to green (+1, good).
-function heat(v) {
-  const t = Math.max(-1, Math.min(1, v));
-  const hue = t >= 0 ? 130 : 0;
-  return `hsl(${hue}, 65%, ${Math.round(97 - 37 * Math.abs(t))}%)`;
+// The heat map ranks the moves of this position: its best green, its worst red. The colours are
+// relative because a value network's estimates can sit close together (the numbers give the values).
+function heat(v, lo, hi) {
+  const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+  return `hsl(${Math.round(130 * t)}, 70%, ${Math.round(78 - 8 * Math.abs(t - 0.5))}%)`;
 }
 
 async function showHint() {
@@ -190,15 +193,18 @@ async function showHint() {
     $("hint-info").textContent = `Hint: ${hint.reason}.`;
     return;
   }
+  const values = hint.values.map((h) => h.value);
+  const lo = Math.min(...values), hi = Math.max(...values);
   for (const { cell, value, rules } of hint.values) {
     const el = cellEl(cell);
-    el.style.background = heat(value);
+    el.style.background = heat(value, lo, hi);
     const val = el.querySelector(".val");
-    val.textContent = (value >= 0 ? "+" : "") + value.toFixed(2);
+    val.textContent = (value >= 0 ? "+" : "") + value.toFixed(3);
     val.className = rules ? "val rule" : "val";
   }
   $("hint-info").innerHTML = "";
-  $("hint-info").append(`Hint: ${hint.source}'s value of each move for ${hint.for} (red -1 ... green +1); `,
+  $("hint-info").append(`Hint: ${hint.source}'s value of each move for ${hint.for}, from -1 (a loss) to +1 (a win);`
+    + ` green its best move here, red its worst; `,
     Object.assign(document.createElement("u"), { textContent: "bold, underlined" }),
     ": the value its rules give (a win, a loss, a fork), not its network's estimate.");
 }
