@@ -80,6 +80,8 @@ def url_of(sock: socket.socket) -> str:
 
 def serve(cfg: DictConfig) -> None:
     """Serve the page until Ctrl-C or SIGTERM."""
+    if not 0 <= int(cfg.port) <= 65535:
+        raise ValueError(f"port must be in 0..65535, got {cfg.port}")
     if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
         raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
     folder = Path(cfg.checkpoints) if cfg.checkpoints is not None else SHIPPED_FOLDER
