@@ -25,9 +25,9 @@ from ttt.serve import SHIPPED_FOLDER, listen, url_of  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="needs Debian's chromium and chromium-driver (apt-get install chromium "
-                                       "chromium-driver); .ci/run installs them")
+                                       "chromium-driver); .ci/run installs them")]
 
 
 @pytest.fixture(scope="module")
