@@ -276,7 +276,8 @@ def test_the_server_logs_every_request_with_its_time(client, caplog):
         g = new(client)
         post(client, g, "move", {"move": 4})
         post(client, g, "step")
-    assert re.search(rf"POST /api/games/{g['id']}/step 200 \d+\.\d ms", caplog.text), caplog.text
+    line = rf"POST /api/games/{g['id']}/step 200 \d+\.\d ms \(\d+\.\d ms CPU in its worker\)"
+    assert re.search(line, caplog.text), caplog.text
 
 
 def test_loopback_hosts():

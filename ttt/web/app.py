@@ -110,6 +110,19 @@ async def read_json(request: Request, keys: set[str], required: set[str] | None 
     return data
 
 
+async def in_worker(request: Request, work):
+    """``work()`` in a worker thread (agents may take a while); its CPU time goes into the request's log line."""
+
+    def run():
+        start = time.thread_time()
+        try:
+            return work()
+        finally:
+            request.scope.setdefault("state", {})["worker_cpu_ms"] = 1000 * (time.thread_time() - start)
+
+    return await run_in_threadpool(run)
+
+
 def api(handler):
     """Wrap an endpoint: RequestError -> its 4xx, a user's ValueError or CheckpointError -> 400, an agent's
     failure -> 500, anything else -> 500 (logged with its traceback); always one line."""
@@ -132,8 +145,9 @@ def api(handler):
 
 
 class TimingLog:
-    """ASGI middleware: one log line per request, ``METHOD path status milliseconds``, and the
-    security headers on every response."""
+    """ASGI middleware: one log line per request, ``METHOD path status milliseconds``, with the CPU time
+    of its worker thread where it had one (an agent's move or values: the rest of the wall time is
+    waiting for a core), and the security headers on every response."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -157,7 +171,9 @@ class TimingLog:
             await self.app(scope, receive, send_timed)
         finally:
             ms = 1000 * (time.perf_counter() - start)
-            log.info("%s %s %d %.1f ms", scope["method"], scope["path"], status[0], ms)
+            cpu = scope.get("state", {}).get("worker_cpu_ms")
+            worker = "" if cpu is None else f" ({cpu:.1f} ms CPU in its worker)"
+            log.info("%s %s %d %.1f ms%s", scope["method"], scope["path"], status[0], ms, worker)
 
 
 def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_idle_minutes: float = 60,
@@ -181,7 +197,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
 
     @api
     async def options(request: Request) -> Response:
-        listing = await run_in_threadpool(shelf.listing)
+        listing = await in_worker(request, shelf.listing)
         names = [c["name"] for c in listing]
         default = DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT in names else None
         return JSONResponse({
@@ -202,7 +218,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
             seats = {FIRST: seat_player(data["x"], board, shelf), SECOND: seat_player(data["o"], board, shelf)}
             return table.new(board, seats, seed=[seed, next(counter)]).view()
 
-        return JSONResponse(await run_in_threadpool(build), status_code=201)
+        return JSONResponse(await in_worker(request, build), status_code=201)
 
     def game_of(request: Request):
         return table.get(request.path_params["game_id"])
@@ -216,7 +232,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
                 work(game)
                 return game.view()
 
-        return JSONResponse(await run_in_threadpool(run))
+        return JSONResponse(await in_worker(request, run))
 
     @api
     async def get_game(request: Request) -> Response:
@@ -250,7 +266,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
             with game.lock:
                 return game.hint()
 
-        return JSONResponse(await run_in_threadpool(run))
+        return JSONResponse(await in_worker(request, run))
 
     @api
     async def record(request: Request) -> Response:
