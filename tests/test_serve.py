@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="the web extra is not installed")
 from starlette.testclient import TestClient  # noqa: E402
+from test_play import LowestCellPlayer  # noqa: E402  (a predictable opponent)
 
 from ttt.agents import load_player  # noqa: E402
 from ttt.human import move_hint, open_lines, winning_line  # noqa: E402
@@ -22,18 +23,6 @@ from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
 from ttt.specs import SHIPPED_CHECKPOINT  # noqa: E402
 from ttt.web.app import MAX_BODY, create_app  # noqa: E402
 from ttt.web.games import GameTable, RequestError  # noqa: E402
-
-
-class LowestCellPlayer(Player):
-    """Always the lowest legal cell, valued -cell/10: a predictable opponent."""
-
-    name = "lowest"
-
-    def act(self, state, rng):
-        return min(state.legal_actions())
-
-    def action_values(self, state):
-        return {a: -a / 10 for a in state.legal_actions()}
 
 
 class BrokenPlayer(Player):

@@ -204,9 +204,11 @@ async function showHint() {
   }
   $("hint-info").innerHTML = "";
   $("hint-info").append(`Hint: ${hint.source}'s value of each move for ${hint.for}, from -1 (a loss) to +1 (a win);`
-    + ` green its best move here, red its worst; `,
-    Object.assign(document.createElement("u"), { textContent: "bold, underlined" }),
-    ": the value its rules give (a win, a loss, a fork), not its network's estimate.");
+    + " green its best move here, red its worst.");
+  if (hint.values.some((h) => h.rules)) {
+    $("hint-info").append(" ", Object.assign(document.createElement("u"), { textContent: "Bold, underlined" }),
+      ": the value its rules give (a win, a loss, a fork), not its network's estimate.");
+  }
 }
 
 async function newGame(event) {
