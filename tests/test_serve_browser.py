@@ -58,6 +58,7 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1400,760", "--force-device-scale-factor=1"):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, for script errors
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
     yield driver
     driver.quit()
@@ -138,3 +139,5 @@ def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts
     items = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#moves li")]
     assert items[0] == "X 21 (1,1,1)" and items[2] == "X 42 (2,2,2)"
     browser.save_screenshot(str(artifacts / "qubic_hint.png"))
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors  # no script error and no failed request in either game

@@ -46,8 +46,9 @@ async function act(method, path, body) {
 // A person against an agent: the agent replies at once. Agents against each other: only when asked.
 async function afterUpdate() {
   updateButtons();
-  if (hintOn) await showHint();
-  if (agentToMove() && (someoneHuman() || autoPlay)) {
+  const replying = agentToMove() && (someoneHuman() || autoPlay);
+  if (hintOn && !replying) await showHint();  // an agent about to reply at once: the hint comes after it
+  if (replying) {
     setTimeout(() => act("POST", `/api/games/${game.id}/step`), someoneHuman() ? 50 : 400);
   } else if (!agentToMove()) {
     autoPlay = false;
@@ -234,6 +235,13 @@ async function setup() {
     if (ck) o.label = `${s} (${ck.board})`;
     $("seat-options").appendChild(o);
   }
+  // a checkpoint plays only its own board: another board puts the benchmark player in its seat
+  $("board").addEventListener("change", () => {
+    for (const seat of ["seat-x", "seat-o"]) {
+      const ck = options.checkpoints.find((c) => `${options.checkpoint_prefix}${c.name}` === $(seat).value.trim());
+      if (ck && ck.board !== $("board").value) $(seat).value = "benchmark";
+    }
+  });
   $("board").value = options.default.board;
   $("seat-x").value = options.default.x;
   $("seat-o").value = options.default.o;
