@@ -98,6 +98,9 @@ def test_a_whole_game_against_an_agent():
         data = record.json()
         assert data["players"] == {"X": "human", "O": "lowest"} and data["winner"] == "X"
         assert data["win_line"] == [2, 4, 6] and len(data["moves"]) == 5 and data["result"] == "X (human) wins"
+        assert client.delete(f"/api/games/{g['id']}").json() == {"deleted": g["id"]}
+        one_line_error(client.get(f"/api/games/{g['id']}"), 404, "no such game")
+        one_line_error(client.delete(f"/api/games/{g['id']}"), 404, "no such game")
 
 
 def test_agents_against_each_other_step_by_step_and_undo_one_ply(client):

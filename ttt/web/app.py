@@ -201,7 +201,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
         names = [c["name"] for c in listing]
         default = DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT in names else None
         return JSONResponse({
-            "boards": [{"name": b, **{k: v for k, v in spec.items()}} for b, spec in BOARDS.items()],
+            "boards": [{"name": b, **spec} for b, spec in BOARDS.items()],
             "specs": available_specs(),
             "checkpoints": listing,
             "checkpoint_prefix": CHECKPOINT_PREFIX,
