@@ -1,6 +1,7 @@
 """The page of ttt.serve in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``)
-driven by Selenium plays a whole game of Qubic against ``random`` by clicking cells, then shows the
-shipped dqn_444's hint heat map. Screenshots go to ``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
+driven by Selenium plays a whole game of Qubic against ``random`` by clicking cells, shows the shipped
+dqn_444's hint heat map after typed moves, and lets two agents play 3x3 step by step, then on to the end.
+Screenshots go to ``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
 
 Skipped, with the reason, when Chromium, its driver or Selenium is missing (``.ci/run`` installs them).
 """
@@ -141,3 +142,19 @@ def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts
     browser.save_screenshot(str(artifacts / "qubic_hint.png"))
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not errors  # no script error and no failed request in either game
+
+
+def test_two_agents_step_by_step_then_play_on(server_url, browser):
+    start(browser, server_url, "3x3", "random", "benchmark")
+    wait = WebDriverWait(browser, 10)
+    assert "X to move (random)" in browser.find_element(By.ID, "status").text
+    assert moves_shown(browser) == 0  # agents against each other wait to be asked
+    for n in (1, 2):
+        browser.find_element(By.ID, "step").click()
+        wait.until(lambda d, n=n: moves_shown(d) == n)
+    browser.find_element(By.ID, "auto").click()  # play on, a move every 0.4 s
+    wait.until(lambda d: "over" in d.find_element(By.ID, "status").get_attribute("class"))
+    text = browser.find_element(By.ID, "status").text
+    assert text.startswith(("X (random) wins", "O (benchmark) wins", "Draw")), text
+    assert 5 <= moves_shown(browser) <= 9
+    assert browser.find_element(By.ID, "step").get_attribute("disabled")
