@@ -2,6 +2,8 @@
 
     python experiments/serve_latency.py [games=10] [agent=checkpoint:dqn_444] [board=4x4x4] [port=8765] [cores=0]
 
+``port=0`` takes any free port.
+
 Starts the server (pinned with ``taskset`` to the CPU cores ``cores`` where taskset exists; ``cores=``
 empty: not pinned), plays ``games`` games of random moves against ``agent`` through the API, half of
 them in each seat, asking for the hint before every reply as the page does with the hint on, then
@@ -71,9 +73,16 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryFile("w+") as log:
         server = subprocess.Popen([*pin, sys.executable, "-m", "ttt.serve", f"port={s['port']}"],
                                   stdout=subprocess.PIPE, stderr=log, text=True)
-        url = f"http://127.0.0.1:{s['port']}"
         try:
-            print(server.stdout.readline().strip())
+            first = server.stdout.readline().strip()
+            print(first)
+            found = re.search(r"serving (http://\S+)/", first)
+            if found is None:  # the server stopped at once; its one-line error is in the log
+                server.wait(timeout=60)
+                log.seek(0)
+                print(f"error: the server did not start: {log.read().strip()[-300:]}", file=sys.stderr)
+                return 1
+            url = found.group(1)
             deadline = time.monotonic() + 60
             while True:
                 try:
