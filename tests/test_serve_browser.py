@@ -124,6 +124,15 @@ def test_a_whole_game_of_qubic_against_random_by_clicking(server_url, browser, a
     lit = {int(c.get_attribute("data-cell")) for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
     assert len(lit) == 1 + 7 * 3 and {63, 48, 3} <= lit
 
+    # the 3D view stacks the same cells in space: hovering still lights the lines
+    browser.find_element(By.ID, "view3d").click()
+    assert browser.find_elements(By.CSS_SELECTOR, ".layers.stack")
+    top = browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="63"]')
+    webdriver.ActionChains(browser).move_to_element(top).perform()
+    lit = {int(c.get_attribute("data-cell")) for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
+    assert len(lit) == 22 and {0, 21, 42} <= lit  # the space diagonal among them
+    browser.find_element(By.ID, "view3d").click()
+
 
 def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts):
     start(browser, server_url, "4x4x4", "human", "checkpoint:dqn_444")

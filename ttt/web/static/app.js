@@ -96,6 +96,7 @@ function buildBoard() {
       title.textContent = `layer ${z}` + (gravity && z === 0 ? " (bottom)" : "");
       layer.appendChild(title);
     }
+    layer.style.setProperty("--z", z - (count - 1) / 2);  // the 3D view's height, the middle layer at 0
     const grid = document.createElement("div");
     grid.className = "grid";
     grid.style.gridTemplateColumns = `repeat(${n}, auto)`;
@@ -104,10 +105,39 @@ function buildBoard() {
     layers.appendChild(layer);
   }
   area.appendChild(layers);
+  setView();
   area.dataset.board = game.board.name;
   area.dataset.game = game.id;
   cellLines = Array.from({ length: game.board.cells }, () => []);
   for (const line of game.lines) for (const c of line) cellLines[c].push(line);
+}
+
+// The 3D view stacks the same layers in space (layer 0 lowest) and turns the stack by dragging.
+let spin = -35, tilt = 62;
+
+function setView() {
+  const layers = document.querySelector(".layers");
+  const on = $("view3d").checked && game && game.board.d === 3;
+  if (!layers) return;
+  layers.classList.toggle("stack", on);
+  layers.style.setProperty("--spin", `${spin}deg`);
+  layers.style.setProperty("--tilt", `${tilt}deg`);
+}
+
+function dragToTurn() {
+  let from = null;
+  const area = $("board-area");
+  area.addEventListener("pointerdown", (e) => {
+    if (document.querySelector(".layers.stack") && !e.target.closest(".cell")) from = [e.clientX, e.clientY];
+  });
+  window.addEventListener("pointerup", () => { from = null; });
+  window.addEventListener("pointermove", (e) => {
+    if (!from) return;
+    spin += (e.clientX - from[0]) / 2;
+    tilt = Math.max(0, Math.min(80, tilt - (e.clientY - from[1]) / 2));
+    from = [e.clientX, e.clientY];
+    setView();
+  });
 }
 
 function label(c) {
@@ -260,6 +290,8 @@ async function setup() {
     updateButtons();
     if (autoPlay) afterUpdate();
   });
+  $("view3d").addEventListener("change", setView);
+  dragToTurn();
   $("hint-toggle").addEventListener("change", () => {
     hintOn = $("hint-toggle").checked;
     if (game) { render(); if (hintOn) showHint(); }
@@ -269,6 +301,7 @@ async function setup() {
     const keys = { u: "undo", s: "step", p: "auto", n: "new" };
     if (keys[e.key]) { $(keys[e.key]).click(); e.preventDefault(); }
     if (e.key === "h") { $("hint-toggle").click(); e.preventDefault(); }
+    if (e.key === "v") { $("view3d").click(); e.preventDefault(); }
     if (/^[0-9]$/.test(e.key) && !$("move-input").disabled) { $("move-input").focus(); }
   });
   await newGame();
