@@ -74,6 +74,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def url_of(sock: socket.socket) -> str:
+    """The address a listening socket serves, as a URL of its page."""
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 

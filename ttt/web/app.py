@@ -66,6 +66,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 
 
 def error(message: str, status: int) -> JSONResponse:
+    """The JSON answer of a failed request: ``{"error": message}`` with ``status``."""
     return JSONResponse({"error": message}, status_code=status)
 
 

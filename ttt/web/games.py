@@ -161,6 +161,7 @@ class WebGame:
 
     @property
     def state(self) -> State:
+        """The current position."""
         return self.states[-1]
 
     def _mover(self) -> tuple[int, str, Player | None]:
@@ -236,6 +237,7 @@ class WebGame:
                 for i, (prev, s) in enumerate(zip(self.states, self.states[1:], strict=False), start=1)]
 
     def result(self) -> str | None:
+        """``X (label) wins``, ``O (label) wins``, ``Draw``, or None while the game goes on."""
         state = self.state
         if not state.is_terminal():
             return None
