@@ -148,6 +148,8 @@ def test_bad_requests_get_one_line_and_a_4xx(client):
     one_line_error(client.post("/api/games", json=["3x3"]), 400, "must be a JSON object")
     one_line_error(client.post("/api/games", content=b"{not json"), 400, "not JSON")
     one_line_error(client.post("/api/games", content=b"{}" + b" " * MAX_BODY), 413, f"over {MAX_BODY} bytes")
+    chunks = iter([b"{", b" " * MAX_BODY, b"}"])  # sent chunked, with no length announced
+    one_line_error(client.post("/api/games", content=chunks), 413, f"over {MAX_BODY} bytes")
     one_line_error(client.post("/api/games", json={"board": "3x3", "x": "human", "o": "zz"}), 400,
                    "unknown player 'zz'")
     one_line_error(client.post("/api/games", json={"board": "3x3", "x": "human", "o": "alphabeta:1:2:3"}), 400,

@@ -90,9 +90,15 @@ def static_files() -> dict[str, bytes]:
 
 async def read_json(request: Request, keys: set[str], required: set[str] | None = None) -> dict[str, Any]:
     """The request's body as a JSON object with only ``keys`` (all of ``required``); RequestError otherwise."""
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise RequestError(f"request body over {MAX_BODY} bytes", 413)
+    too_big = RequestError(f"request body over {MAX_BODY} bytes", 413)
+    declared = request.headers.get("content-length", "0")
+    if not declared.isdigit() or int(declared) > MAX_BODY:
+        raise too_big
+    body = b""
+    async for chunk in request.stream():  # read no more than the cap, whatever the header said
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise too_big
     if not body.strip():
         data: Any = {}
     else:
