@@ -709,23 +709,35 @@ def _train_group(cfg: DictConfig, runs: list[Run], seeds: list[int]) -> dict[int
     return results
 
 
-def side_by_side_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", opponent: str = "self_play",
-                            num_envs: int = 1) -> float:
-    """Training games per second, all runs together, of ``runs`` runs side by side of the paper's
-    protocol (structured deep network without biases, SGD 0.005, gamma 1, squared error, epsilon 0.1)."""
+PAPER_NETWORK = {"kind": "structured", "detectors": 4, "hidden": [32], "bias": False}
+PAPER_AGENT = dict(optimizer="sgd", lr=0.005, gamma=1.0, loss="mse", epsilon=0.1)
+
+
+def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", opponent: str = "self_play",
+                      alone: bool = False) -> float:
+    """Training games per second, all runs together, of ``runs`` runs side by side of the paper's online
+    protocol (deep structured network without biases, SGD 0.005, gamma 1, squared error, epsilon 0.1,
+    one game at a time per run); with ``alone`` one run of the single-run ``Trainer`` (``num_envs=1``)."""
+    from ttt.agents.dqn import Trainer
     from ttt.games import make_game
 
-    network = OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [32], "bias": False})
-    agent = Config(optimizer="sgd", lr=0.005, gamma=1.0, loss="mse", opponent=opponent, opponent_after=opponent)
-    trainer = SideBySide(make_game(board), network, agent, list(range(runs)), num_envs)
+    network = OmegaConf.create(PAPER_NETWORK)
+    agent = Config(**PAPER_AGENT, opponent=opponent, opponent_after=opponent)
+    game = make_game(board)
+    torch.manual_seed(0)
+    trainer = Trainer(game, network, agent, 1, np.random.default_rng(0)) if alone else \
+        SideBySide(game, network, agent, list(range(runs)), 1)
+
+    def played() -> int:
+        return int(trainer.episodes) if alone else int(trainer.episodes.sum())
+
     for _ in range(3):
         trainer.step()
-    start = int(trainer.episodes.sum())
-    t0 = time.perf_counter()
+    start, t0 = played(), time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         trainer.step()
-    return (int(trainer.episodes.sum()) - start) / (time.perf_counter() - t0)
+    return (played() - start) / (time.perf_counter() - t0)
 
 
-__all__ = ["SideBySide", "StackedNets", "check_side_by_side", "side_by_side_throughput", "train_side_by_side",
+__all__ = ["SideBySide", "StackedNets", "check_side_by_side", "online_throughput", "train_side_by_side",
            "NO_RULES"]
