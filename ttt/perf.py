@@ -1,5 +1,6 @@
-"""Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda] [sections=engine,search,train,online,mcts_vs_openspiel]
-[seconds=S] [engine_batch=B] [num_envs=1,256,...] [simulations=N] [profile=true] [output=FILE.json]``.
+"""Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda]
+[sections=engine,search,train,online,mcts_vs_openspiel] [seconds=S] [engine_batch=B] [num_envs=1,256,...]
+[simulations=N] [profile=true] [output=FILE.json]``.
 
 Prints plies per second of batched random play on every board (section ``engine``: ``engine_batch``
 games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a GPU), milliseconds

@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents.dqn import GAME_ARRAYS, NO_RULES, Config, DQNPlayer, Rules, epsilon_at, make_optimizer
