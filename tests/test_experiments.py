@@ -99,8 +99,8 @@ def test_markdown_names_what_settings_share_once(tmp_path, summarize):
     assert [line.split(" | ")[0] for line in md[4:]] == ["| `network=a`", "| `network=b`"]
 
 
-def _grid_command(*args: str, **env: str) -> list[str]:
-    """The ttt.train command experiments/paper_grid.sh would run (PYTHON=echo prints it)."""
+def _grid_commands(*args: str, **env: str) -> list[list[str]]:
+    """The ttt.train commands experiments/paper_grid.sh would run (PYTHON=echo prints them)."""
     import os
     import subprocess
 
@@ -108,24 +108,33 @@ def _grid_command(*args: str, **env: str) -> list[str]:
     done = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=30,
                           env={**os.environ, "PYTHON": "echo", **env})
     assert done.returncode == 0, done.stderr
-    return done.stdout.split()
+    return [line.split() for line in done.stdout.splitlines()]
 
 
-def test_paper_grid_is_5_networks_by_2_regimes_by_3_seeds_through_joblib():
-    cmd = _grid_command("grid")
+def test_paper_grid_is_5_networks_by_2_regimes_with_3_seeds_side_by_side_through_joblib():
+    (cmd,) = _grid_commands("grid")
     assert cmd[:3] == ["-m", "ttt.train", "-m"]
     assert "hydra/launcher=joblib" in cmd and "hydra.launcher.n_jobs=-1" in cmd
     assert "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark" in cmd
     assert "network=structured_deep,structured_small,mlp_small,mlp_deep,mlp_wide" in cmd
-    assert {"seed=0,1,2", "episodes=200000", "eval_every=10000", "eval_games=1000",
+    assert {"seed=0", "seeds=3", "episodes=200000", "eval_every=10000", "eval_games=1000",
             "hydra.sweep.dir=runs/paper/grid"} <= set(cmd)
     # extra arguments come last (Hydra takes the last value); slurm takes no joblib settings
-    slurm = _grid_command("grid", "hydra.launcher.partition=cpu", LAUNCHER="slurm", SEEDS="0")
+    (slurm,) = _grid_commands("grid", "hydra.launcher.partition=cpu", LAUNCHER="slurm", SEEDS="10")
     assert "hydra/launcher=slurm" in slurm and not any("n_jobs" in x for x in slurm)
-    assert slurm[-1] == "hydra.launcher.partition=cpu" and "seed=0" in slurm
+    assert slurm[-1] == "hydra.launcher.partition=cpu" and "seeds=10" in slurm
 
 
-def test_paper_fidelity_study_varies_num_envs_for_structured_deep_vs_benchmark():
-    cmd = _grid_command("fidelity")
-    assert {"+experiment=dqn_444_gravity_vs_benchmark", "network=structured_deep", "num_envs=1,16,128",
-            "seed=0,1,2", "hydra.sweep.dir=runs/paper/fidelity"} <= set(cmd)
+def test_paper_bias_runs_compare_the_vs_benchmark_row_without_and_with_biases():
+    (cmd,) = _grid_commands("bias")
+    assert {"+experiment=dqn_444_gravity_vs_benchmark", "network=structured_deep", "network.bias=false,true",
+            "seeds=3", "hydra.sweep.dir=runs/paper/bias"} <= set(cmd)
+
+
+def test_paper_fidelity_study_compares_online_with_two_batch_sizes_at_three_learning_rates():
+    online, b16, b64 = _grid_commands("fidelity")
+    both = "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark"
+    assert {both, "network=structured_deep", "num_envs=1", "eval_every=5000", "eval_games=500",
+            "hydra.sweep.dir=runs/paper/fidelity/part0"} <= set(online)
+    assert {"num_envs=16", "agent.lr=0.005,0.02,0.08", "hydra.sweep.dir=runs/paper/fidelity/part1"} <= set(b16)
+    assert {"num_envs=64", "agent.lr=0.005,0.04,0.32", "hydra.sweep.dir=runs/paper/fidelity/part2"} <= set(b64)

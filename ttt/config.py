@@ -57,6 +57,7 @@ class TrainConfig:
     eval_tactics: bool = True  # log eval/tactics/<suite> at every evaluation (boards with suites)
     num_envs: int = 1  # games played in parallel while training
     seed: int = 0
+    seeds: int = 1  # runs side by side in one process: seeds seed..seed+seeds-1, each in run_dir/seed_<s> (dqn)
     resume: bool = False  # continue from the checkpoint in the run directory
     overwrite: bool = False  # start over in a run directory that holds a checkpoint (deletes it)
     checkpoint_every: int = 0  # episodes between checkpoints besides those at evaluations; 0 = none
@@ -99,7 +100,7 @@ NON_NEGATIVE = Range(0)
 AT_LEAST_ONE = Range(1)
 
 TOP_LEVEL_RANGES = {"episodes": AT_LEAST_ONE, "eval_every": NON_NEGATIVE, "eval_games": AT_LEAST_ONE,
-                    "num_envs": AT_LEAST_ONE, "seed": NON_NEGATIVE, "threads": AT_LEAST_ONE,
+                    "num_envs": AT_LEAST_ONE, "seed": NON_NEGATIVE, "seeds": AT_LEAST_ONE, "threads": AT_LEAST_ONE,
                     "checkpoint_every": NON_NEGATIVE, "checkpoint_minutes": NON_NEGATIVE,
                     "log_every": NON_NEGATIVE}
 

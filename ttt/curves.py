@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 #: override keys that do not change what a run learns; runs that differ only in these are seeds of one setting
-NOT_SETTING = ("seed", "progress", "threads", "resume", "run_dir")
+NOT_SETTING = ("seed", "seeds", "progress", "threads", "resume", "run_dir")
 
 # two-sided 95% quantiles of Student's t, t_{0.975}(df) for df = 1..30
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -117,6 +117,8 @@ def read_run(tb_dir: Path) -> RunLog:
     config = _logged_config(acc)
     run_dir = tb_dir.parent
     overrides = run_dir / ".hydra" / "overrides.yaml"
+    if not overrides.is_file() and run_dir.name.startswith("seed_"):  # one of runs side by side (seeds=K)
+        overrides = run_dir.parent / ".hydra" / "overrides.yaml"
     if overrides.is_file():
         items = [str(x) for x in (yaml.safe_load(overrides.read_text()) or [])]
         from_overrides = True

@@ -1,11 +1,15 @@
-"""Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda] [sections=engine,search,train,mcts_vs_openspiel]
-[seconds=S] [engine_batch=B] [num_envs=1,256,...] [simulations=N] [profile=true] [output=FILE.json]``.
+"""Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda]
+[sections=engine,search,train,online,mcts_vs_openspiel] [seconds=S] [engine_batch=B] [num_envs=1,256,...]
+[simulations=N] [profile=true] [output=FILE.json]``.
 
 Prints plies per second of batched random play on every board (section ``engine``: ``engine_batch``
 games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a GPU), milliseconds
 per move of the alphabeta player at depths 1-3 on the 4x4x4 boards (section ``search``, always on the
 CPU) and training episodes per second of the structured network on 4x4x4 against random (section
 ``train``) for each ``num_envs`` (default 1 and 256 on the CPU; 1, 256, 4,096 and 65,536 on a GPU).
+Section ``online`` measures the paper's online protocol (Score Four, deep structured network, SGD,
+self-play, one game at a time): total training games per second of K = 1, 4 and 16 runs side by side
+in one process (``seeds=K``), beside one run of the single-run trainer (always on the CPU).
 Section ``mcts_vs_openspiel`` (always on the CPU) times the ``mcts`` player (with its defaults, and as
 plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the same
 number of ``simulations`` (default 1,000) on the same 3x3, 4x4 and Qubic positions, in milliseconds
@@ -18,7 +22,8 @@ figure (S > 0).
 
 With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
 "engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
-"train": {"num_envs_N": episodes_per_sec}, "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
+"train": {"num_envs_N": episodes_per_sec}, "online": {"trainer": games_per_sec, "runs_K": ...},
+"mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
 mcts_plain": ..., "BOARD openspiel": ...}}`` (the sections that ran); the file is checked for
 writability before the measurements, and written to a fallback file (named on stderr) if it still
 fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
@@ -237,6 +242,29 @@ def train_section(seconds: float, settings: Settings) -> dict[str, float]:
     return out
 
 
+ONLINE_RUNS = (1, 4, 16)
+
+
+def online_section(seconds: float, settings: Settings) -> dict[str, float]:
+    """The paper's online protocol (Score Four, deep structured network, SGD, self-play, one game at a
+    time per run): total training games per second of K runs side by side in one process (``seeds=K``),
+    and of one run of the single-run trainer (``num_envs=1``) for comparison. Always on the CPU."""
+    from ttt.agents.dqn_runs import online_throughput
+
+    out = {}
+    if settings.device != "cpu":
+        print("online  runs side by side train on the CPU; measured there", flush=True)
+    out["trainer"] = online_throughput(1, seconds, alone=True)
+    report("online", "trainer num_envs=1", out["trainer"])
+    for k in ONLINE_RUNS:
+        out[f"runs_{k}"] = online_throughput(k, seconds)
+        report("online", f"runs_{k}", out[f"runs_{k}"])
+        if settings.profile:
+            print_profile(f"online runs={k}", "cpu", lambda k=k: online_throughput(k, min(seconds, 2.0)))
+    print(f"online  16 runs side by side: {out['runs_16'] / out['runs_1']:.1f} x the games/s of one", flush=True)
+    return out
+
+
 def print_profile(title: str, device: str, work, rows: int = 12) -> None:
     """Run ``work()`` under a profiler and print the ``rows`` costliest entries: functions by their own
     time (cProfile) on the CPU's numpy path, torch operators and kernels by their own time elsewhere."""
@@ -268,10 +296,10 @@ def print_profile(title: str, device: str, work, rows: int = 12) -> None:
     print(f"--- profile: {title} (torch.profiler, by own {'GPU' if gpu else 'CPU'} time)\n{table}", flush=True)
 
 
-SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section,
+SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section, "online": online_section,
             "mcts_vs_openspiel": mcts_vs_openspiel_section}
 UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f"),
-         "mcts_vs_openspiel": ("ms/move", ",.1f")}
+         "online": ("games/s", ",.1f"), "mcts_vs_openspiel": ("ms/move", ",.1f")}
 
 
 def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]:

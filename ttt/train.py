@@ -18,6 +18,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
+from ttt.agents.dqn_runs import train_side_by_side
 from ttt.cli import check_writable_dir, run_cli
 from ttt.config import ConfigError, register_configs
 from ttt.training import Run, seed_everything
@@ -35,6 +36,11 @@ def train(cfg: DictConfig) -> dict:
         if not HydraConfig.initialized():
             raise ConfigError("run_dir is not set (outside Hydra it names the run folder)")
         run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if int(cfg.get("seeds", 1)) > 1:
+        if cfg.agent.name != "dqn":
+            raise ConfigError(f"seeds={cfg.seeds}: only agent dqn trains runs side by side; train the seeds of "
+                              f"{cfg.agent.name} one at a time (e.g. -m seed=0,1,2)")
+        return train_side_by_side(cfg, run_dir)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:
             return run.finished

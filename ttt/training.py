@@ -273,6 +273,7 @@ class Run:
         self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
         self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
         self._resume_path: Path | None = None
+        self.resume_dir = self.dir  # the run_dir of the command that resumes (a group's, for runs side by side)
         self.started = False
         try:
             check_train_config(cfg)
@@ -567,7 +568,7 @@ class Run:
         sweep = _sweep_dir()
         if sweep is not None:
             self.say(f"ttt.train: to resume the whole sweep, run it again with resume=true hydra.sweep.dir={sweep}")
-        self.say(f"ttt.train: resume with: {resume_command(self.dir)}")
+        self.say(f"ttt.train: resume with: {resume_command(self.resume_dir)}")
         raise Interrupted()
 
     def write_final(self, results: dict[str, MatchResult], extra: dict | None = None,

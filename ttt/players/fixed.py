@@ -42,6 +42,10 @@ class BenchmarkPlayer(BatchPlayer):
 
     def act_batch(self, games: BatchedGames, rng) -> np.ndarray:
         """numpy games and a numpy generator, or games on a device and a ``torch.Generator``."""
+        return random_legal_actions(self.choices(games), rng)
+
+    def choices(self, games: BatchedGames):
+        """(B, cells) bool: the moves the steps allow in each game (the player draws one at random)."""
         xp = arrays_for(games.device)
         legal = games.legal_mask()
         me = games.to_play
@@ -60,5 +64,4 @@ class BenchmarkPlayer(BatchPlayer):
             safe = legal & ~unsafe
             choice = xp.where(safe.any(1)[:, None], safe, choice)
         choice = xp.where(block.any(1)[:, None], block, choice)
-        choice = xp.where(win.any(1)[:, None], win, choice)
-        return random_legal_actions(choice, rng)
+        return xp.where(win.any(1)[:, None], win, choice)
