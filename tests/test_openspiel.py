@@ -118,20 +118,48 @@ def test_native_state_rebuilds_a_position():
 
 
 # ------------------------------------------------------------------ ttt's boards in OpenSpiel
-def test_all_five_boards_are_registered():
+def test_all_five_boards_are_registered_with_a_parameter_and_under_the_old_names():
     names = set(pyspiel.registered_names())
-    assert {f"ttt_{b}" for b in BOARDS} <= names
+    assert {"ttt", *(f"ttt_{b}" for b in BOARDS)} <= names
     tos.register_games()  # again: a no-op
     for board in BOARDS:
-        g = pyspiel.load_game(f"ttt_{board}")
+        g = pyspiel.load_game(f"ttt(board={board})")
+        assert str(g) == tos.game_name(board) == f"ttt(board={board})"
+        assert g.get_parameters() == {"board": board} and g.get_type().short_name == "ttt"
         assert g.num_distinct_actions() == make_game(board).num_cells
-        assert g.get_type().short_name == f"ttt_{board}"
+        old = pyspiel.load_game(f"ttt_{board}")
+        assert old.get_type().short_name == f"ttt_{board}" and old.num_distinct_actions() == g.num_distinct_actions()
+    assert pyspiel.load_game("ttt").get_parameters() == {"board": "3x3"}  # the default board
+    with pytest.raises(ValueError, match="ttt: unknown board '5x5'; choose one of"):
+        pyspiel.load_game("ttt(board=5x5)")
+
+
+@pytest.mark.parametrize("name", ["ttt(board=3x3)", "ttt(board=4x4x4_gravity)", "ttt_3x3x3"])
+def test_games_pickle_and_round_trip(name):
+    import pickle
+
+    game = pyspiel.load_game(name)
+    again = pickle.loads(pickle.dumps(game))
+    assert str(again) == str(game) and again.get_type().short_name == game.get_type().short_name
+    s = again.new_initial_state()
+    s.apply_action(0)
+    assert s.legal_actions() == pyspiel.load_game(name).new_initial_state().child(0).legal_actions()
+
+
+def test_a_pickled_game_loads_in_a_process_that_never_imported_ttt():
+    import pickle
+    import subprocess
+
+    blob = pickle.dumps(pyspiel.load_game("ttt(board=4x4x4)"))
+    code = "import pickle, sys; g = pickle.loads(sys.stdin.buffer.read()); print(g, g.num_distinct_actions())"
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True)
+    assert out.stdout.decode().split() == ["ttt(board=4x4x4)", "64"]
 
 
 @pytest.mark.parametrize("board", list(BOARDS))
 def test_registered_games_agree_with_the_engine_on_random_games(board):
     game = make_game(board)
-    os_game = pyspiel.load_game(f"ttt_{board}")
+    os_game = pyspiel.load_game(f"ttt(board={board})")
     rng = np.random.default_rng(3)
     for _ in range(30):
         s, t = os_game.new_initial_state(), game.initial_state()
@@ -161,7 +189,7 @@ def test_gravity_game_refuses_a_floating_piece_and_observes_planes():
 @pytest.mark.parametrize("board", NATIVE)
 def test_registered_games_match_openspiels_own_boards(board):
     game = make_game(board)
-    ours, theirs = pyspiel.load_game(f"ttt_{board}"), tos.native_game(game)
+    ours, theirs = pyspiel.load_game(f"ttt(board={board})"), tos.native_game(game)
     rng = np.random.default_rng(4)
     for _ in range(20):
         a, b = ours.new_initial_state(), theirs.new_initial_state()

@@ -9,11 +9,14 @@ engines win on exactly the same sets of cells).
 ``gomoku(size=4,dims=3,connect=4)``. OpenSpiel has no 3x3x3 and no gravity 3D board.
 ``OpenSpielMCTSPlayer`` (the ``openspiel_mcts`` player) plays OpenSpiel's ``MCTSBot`` on them.
 
-**ttt's boards in OpenSpiel.** Importing this module registers all five boards as OpenSpiel Python
-games named ``ttt_<board>``::
+**ttt's boards in OpenSpiel.** Importing this module registers the game ``ttt`` with a parameter
+``board`` (default ``3x3``), and for each board the older name ``ttt_<board>``::
 
     import pyspiel, ttt.interop.openspiel
-    game = pyspiel.load_game("ttt_4x4x4_gravity")
+    game = pyspiel.load_game("ttt(board=4x4x4_gravity)")   # or "ttt_4x4x4_gravity"
+
+Games pickle (``pickle.dumps(game)``): they unpickle by loading their name again, which imports this
+module first, so they cross process boundaries (multiprocessing) like OpenSpiel's own games.
 
 They play by ttt's rules engine, so OpenSpiel's algorithms run on Score Four and 3x3x3. Players 0
 and 1 are ttt's first (+1, ``x``) and second (-1, ``o``) player; returns are +1 / -1 / 0 at the end.
@@ -36,7 +39,9 @@ NATIVE_GAMES = {
     "4x4": "mnk(m=4,n=4,k=4)",
     "4x4x4": "gomoku(size=4,dims=3,connect=4)",
 }
-GAME_PREFIX = "ttt_"
+GAME_NAME = "ttt"  # the game with a parameter: ttt(board=4x4x4)
+GAME_PREFIX = "ttt_"  # the older per-board names: ttt_4x4x4
+DEFAULT_BOARD = "3x3"
 
 
 # ---------------------------------------------------------------------------- OpenSpiel's boards
@@ -94,8 +99,14 @@ class OpenSpielMCTSPlayer(Player):
 
 # ---------------------------------------------------------------------------- ttt's boards in OpenSpiel
 def game_name(board: str) -> str:
-    """The OpenSpiel name of a ttt board, e.g. ``ttt_4x4x4_gravity``."""
-    return GAME_PREFIX + board
+    """The OpenSpiel name of a ttt board with its parameter, e.g. ``ttt(board=4x4x4_gravity)``."""
+    return f"{GAME_NAME}(board={board})"
+
+
+def load_game(name: str) -> pyspiel.Game:
+    """``pyspiel.load_game(name)`` after registering ttt's games; pickled games unpickle through it."""
+    register_games()
+    return pyspiel.load_game(name)
 
 
 class TTTState(pyspiel.State):
@@ -160,12 +171,19 @@ class BoardObserver:
 
 
 class TTTGame(pyspiel.Game):
-    """A ttt board as an OpenSpiel game; one subclass per board (``board`` names it)."""
+    """A ttt board as an OpenSpiel game: ``ttt(board=NAME)``, or under its older name ``ttt_NAME``."""
 
-    board = ""
-
-    def __init__(self, params=None) -> None:
-        super().__init__(_GAME_TYPES[self.board], _game_info(self.board), params or {})
+    def __init__(self, params=None, legacy_board: str | None = None) -> None:
+        params = dict(params or {})
+        if legacy_board is None:
+            board = str(params.get("board", DEFAULT_BOARD))
+            if board not in BOARDS:
+                raise ValueError(f"ttt: unknown board {board!r}; choose one of {', '.join(BOARDS)}")
+            game_type, params = _GAME_TYPE, {"board": board}
+        else:
+            board, game_type = legacy_board, _LEGACY_TYPES[legacy_board]
+        super().__init__(game_type, _game_info(board), params)
+        self.board = board
 
     def new_initial_state(self) -> TTTState:
         return TTTState(self)
@@ -175,11 +193,15 @@ class TTTGame(pyspiel.Game):
             return BoardObserver(self.board, params)
         return IIGObserverForPublicInfoGame(iig_obs_type, params)
 
+    def __reduce__(self):
+        # by name, as OpenSpiel's own games: the class pybind11 would pickle cannot be rebuilt from its state
+        return load_game, (str(self),)
 
-def _game_type(board: str) -> pyspiel.GameType:
+
+def _game_type(short_name: str, long_name: str, parameters: dict) -> pyspiel.GameType:
     return pyspiel.GameType(
-        short_name=game_name(board),
-        long_name=f"ttt {board}",
+        short_name=short_name,
+        long_name=long_name,
         dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
         chance_mode=pyspiel.GameType.ChanceMode.DETERMINISTIC,
         information=pyspiel.GameType.Information.PERFECT_INFORMATION,
@@ -191,7 +213,7 @@ def _game_type(board: str) -> pyspiel.GameType:
         provides_information_state_tensor=False,
         provides_observation_string=True,
         provides_observation_tensor=True,
-        parameter_specification={})
+        parameter_specification=parameters)
 
 
 def _game_info(board: str) -> pyspiel.GameInfo:
@@ -200,16 +222,27 @@ def _game_info(board: str) -> pyspiel.GameInfo:
                             max_utility=1.0, utility_sum=0.0, max_game_length=cells)
 
 
-_GAME_TYPES = {board: _game_type(board) for board in BOARDS}
+_GAME_TYPE = _game_type(GAME_NAME, "ttt: " + ", ".join(BOARDS), {"board": DEFAULT_BOARD})
+_LEGACY_TYPES = {board: _game_type(GAME_PREFIX + board, f"ttt {board}", {}) for board in BOARDS}
+
+
+def _legacy_class(board: str) -> type:
+    # a class, not a function: pyspiel keeps its creators past the interpreter's end, and releasing a
+    # Python function there aborts the process
+    def __init__(self, params=None) -> None:
+        TTTGame.__init__(self, params, legacy_board=board)
+
+    return type(f"TTTGame_{board}", (TTTGame,), {"__init__": __init__, "__doc__": f"ttt's {board} board."})
 
 
 def register_games() -> None:
-    """Register every ttt board with OpenSpiel as ``ttt_<board>`` (done on import; repeats are no-ops)."""
+    """Register ``ttt`` and the older ``ttt_<board>`` names with OpenSpiel (done on import; repeats are no-ops)."""
     known = set(pyspiel.registered_names())
-    for board, game_type in _GAME_TYPES.items():
+    if GAME_NAME not in known:
+        pyspiel.register_game(_GAME_TYPE, TTTGame)
+    for board, game_type in _LEGACY_TYPES.items():
         if game_type.short_name not in known:
-            cls = type(f"TTTGame_{board}", (TTTGame,), {"board": board, "__doc__": f"ttt's {board} board."})
-            pyspiel.register_game(game_type, cls)
+            pyspiel.register_game(game_type, _legacy_class(board))
 
 
 register_games()
