@@ -49,7 +49,7 @@ class BenchmarkConfig:
     elo_anchor: str | None = "random"  # the player rated 0 (mean 0 when null or not in the list)
     elo_prior_draws: float = 1.0  # virtual draws per pair, so a perfect score gives a finite rating
     threads: int = 1  # torch intra-op threads
-    exploit: bool = False  # also the agent's exact exploitability (3x3, 4x4; ttt.exploitability)
+    exploit: bool = False  # also the agent's exact exploitability: OpenSpiel's number and per seat (3x3, 4x4)
     exploit_ties: str = "first"  # the agent's equal best moves: its lowest-numbered one, or "all" (worst case)
 
 
@@ -111,11 +111,12 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
-        if cfg.exploit:  # before the matches: a board or option it cannot take fails at once
-            from ttt.exploitability import check_board, check_ties
+        if cfg.exploit:  # before the matches: a board, option or agent it cannot take fails at once
+            from ttt.exploitability import action_probabilities, check_board, check_ties
 
             check_board(game)
             check_ties(str(cfg.exploit_ties))
+            action_probabilities(agent, game.initial_state())
         rows = []
         games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
         print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
@@ -128,11 +129,20 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
         if cfg.exploit:
-            from ttt.exploitability import exploitability, report
+            from ttt.exploitability import exploitability, policy_exploitability, report
 
-            seats = exploitability(agent, str(cfg.exploit_ties))
-            print(report(seats), file=out, flush=True)
-            result["exploitability"] = [s.as_dict() for s in seats]
+            nash = policy_exploitability(agent)
+            print(nash.text(), file=out, flush=True)
+            result["exploitability"] = nash.exploitability
+            result["best_response"] = nash.as_dict()
+            try:
+                seats = exploitability(agent, str(cfg.exploit_ties))
+            except ValueError as e:  # a stochastic agent (random) has a number but no per-seat verdict
+                print(f"per seat: no verdict ({e})", file=out, flush=True)
+                result["exploit_seats"] = None
+            else:
+                print(report(seats), file=out, flush=True)
+                result["exploit_seats"] = [s.as_dict() for s in seats]
     if cfg.output:
         path = write_json(cfg.output, result, "results")
         print(f"wrote {path}", file=out)
