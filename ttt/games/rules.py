@@ -187,6 +187,12 @@ class Game:
                 winner = 1 if s > 0 else -1
         return State(self, board, FIRST if n1 == n2 else SECOND, winner, n1 + n2)
 
+    def winning_line(self, board) -> tuple[int, ...] | None:
+        """The cells of a completed line on ``board`` (+1/-1/0 per cell), lowest line first; None if none."""
+        board = np.asarray(board).ravel()
+        full = np.abs(board[self.lines].sum(axis=1)) == self.line_length
+        return tuple(int(c) for c in self.lines[np.argmax(full)]) if full.any() else None
+
     def cell_label(self, cell: int) -> str:
         """Coordinates of a cell for people: 'r,c' in 2D, 'l,r,c' in 3D."""
         return ",".join(str(int(x)) for x in self.coords[cell])
