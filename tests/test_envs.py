@@ -3,7 +3,10 @@ masks, rewards, illegal moves, seeding and text rendering."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,7 +73,8 @@ def test_aec_draw_and_text_render(capsys):
     env.reset()
     play(env, [0, 1, 2, 4, 3, 5, 7, 6, 8])  # X O X / X O O / O X X: no line
     assert all(env.terminations.values()) and env.rewards == {"player_1": 0, "player_2": 0}
-    assert env.render() == make_game("3x3").state_from_board([1, -1, 1, 1, -1, -1, -1, 1, 1]).render()
+    board = make_game("3x3").state_from_board([1, -1, 1, 1, -1, -1, -1, 1, 1]).render()
+    assert env.render() == board + "\nlast move: 8 (2,2)"  # no line is complete: no winner named
     human = envs.aec_env("3x3", render_mode="human")
     human.reset()
     human.step(4)
@@ -133,3 +137,63 @@ def test_gym_env_takes_a_player_and_refuses_another_boards():
     with pytest.raises(ValueError, match="unknown player"):
         envs.gym_env("3x3", opponent="gandalf")
     assert envs.gym_env("3x3", render_mode="ansi").render().startswith("   0 1 2")
+
+
+# ---------------------------------------------------------------------------- registered ids, observations
+def test_every_board_is_registered_and_make_passes_check_env():
+    import gymnasium
+
+    from ttt.interop import gym_id
+
+    assert {gym_id(b) for b in BOARDS} <= set(gymnasium.registry)
+    env = gymnasium.make("ttt/4x4x4-v0")
+    with warnings.catch_warnings():
+        # check_env warns that a made (wrapped) env may be checked less thoroughly than its unwrapped self
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped version.*")
+        check_env(env)
+    check_env(env.unwrapped)
+    assert env.unwrapped.game.name == "4x4x4" and env.unwrapped.opponent.name == "random"
+
+
+def test_make_takes_the_opponent_and_seat_as_keywords():
+    import gymnasium
+
+    env = gymnasium.make("ttt/4x4x4_gravity-v0", opponent="alphabeta:1", seat="second")
+    obs, info = env.reset(seed=0)
+    assert env.unwrapped.opponent.name == "alphabeta" and info["seat"] == "second"
+    assert (obs == -1).sum() == 1 and (obs == 1).sum() == 0  # the opponent has opened
+
+
+def test_import_ttt_without_gymnasium_imports_nothing_of_it():
+    code = ("import sys; sys.modules['gymnasium'] = None; import ttt, ttt.games; "
+            "assert 'gymnasium' not in [m for m in sys.modules if sys.modules[m] is not None]; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
+
+
+def test_gym_observation_holds_no_negative_zero():
+    env = envs.gym_env("3x3", opponent="random", seat="second")
+    obs, _ = env.reset(seed=0)  # the second seat: own pieces were once multiplied by -1.0, empty cells too
+    assert (obs == 0).sum() == 8 and not np.signbit(obs[obs == 0]).any()
+
+
+def test_render_modes_ansi_and_rgb_array():
+    import gymnasium
+
+    pytest.importorskip("matplotlib")
+    image = gymnasium.make("ttt/4x4x4-v0", render_mode="rgb_array").render()
+    assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8 and image.shape[1] > image.shape[0]
+    env = envs.gym_env("3x3", render_mode="ansi")
+    env.reset(seed=0)
+    env.state = make_game("3x3").state_from_board([1, 1, 1, -1, -1, 0, 0, 0, 0])
+    assert env.render().endswith("X wins along 0,0 - 0,1 - 0,2 (cells 0, 1, 2)")
+
+
+def test_vector_autoreset_example_of_the_docs_runs():
+    """The masked-sampling example of docs/interop.md, run as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "interop.md").read_text()
+    block = text.split("<!-- vector-env example -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(block, "docs/interop.md", "exec"), namespace)  # noqa: S102 - the docs' own example
+    assert namespace["zero_masks"] > 0  # the autoreset step with an all-zero mask did happen
+    assert namespace["games"] > 0

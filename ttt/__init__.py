@@ -1,3 +1,22 @@
-"""ttt: deep reinforcement learning for the tic-tac-toe family (3x3, 4x4, 3x3x3, Qubic, Score Four)."""
+"""ttt: deep reinforcement learning for the tic-tac-toe family (3x3, 4x4, 3x3x3, Qubic, Score Four).
+
+Importing ``ttt`` registers the Gymnasium environments ``ttt/<board>-v0`` when Gymnasium is
+installed (``ttt.interop.register_gymnasium_envs``); without it nothing is imported.
+"""
+
+from importlib.util import find_spec
 
 __version__ = "0.1.0"
+
+
+def _gymnasium_installed() -> bool:
+    try:
+        return find_spec("gymnasium") is not None
+    except ValueError:  # sys.modules["gymnasium"] = None: deliberately hidden
+        return False
+
+
+if _gymnasium_installed():
+    from ttt.interop import register_gymnasium_envs
+
+    register_gymnasium_envs()

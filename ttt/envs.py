@@ -16,8 +16,14 @@
   ``"first"``, ``"second"`` or ``"random"`` (drawn at each reset); the opponent's moves draw on the
   environment's seeded generator, so ``reset(seed=...)`` repeats an episode.
 
-Both render as text: ``render_mode="ansi"`` returns the board (``State.render``), ``"human"`` prints it.
-Cells are ttt's (and OpenSpiel's) numbering, see ``ttt.games.rules``.
+Both render through ``ttt.games.render``: ``render_mode="ansi"`` returns the board as text with the
+last move and, at the end, the winning line; ``"human"`` prints that text; ``"rgb_array"`` returns an
+(H, W, 3) uint8 picture (the layers side by side, the last move framed, the winning line marked;
+needs matplotlib, the ``plot`` extra). Cells are ttt's (and OpenSpiel's) numbering, see
+``ttt.games.rules``.
+
+Importing ``ttt`` registers the Gymnasium ids ``ttt/<board>-v0`` (``GYM_IDS``) when Gymnasium is
+installed: ``gymnasium.make("ttt/4x4x4-v0", opponent="alphabeta:1", seat="random")``.
 """
 
 from __future__ import annotations
@@ -35,17 +41,19 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the installed 
     raise ModuleNotFoundError(f"ttt.envs needs pettingzoo and gymnasium ({e.name} is not installed): "
                               "pip install -e '.[envs]'", name=e.name) from None
 
-from ttt.games import FIRST, Game, State, make_game
+from ttt.games import FIRST, Game, State, make_game, render
 from ttt.players import Player
 
-RENDER_MODES = ["human", "ansi"]
+RENDER_MODES = ["human", "ansi", "rgb_array"]
 
 
-def _render(state: State, render_mode: str | None) -> str | None:
+def _render(state: State, render_mode: str | None) -> str | np.ndarray | None:
     if render_mode is None:
-        gymnasium.logger.warn("render() called without a render_mode (choose 'human' or 'ansi')")
+        gymnasium.logger.warn(f"render() called without a render_mode (choose one of {', '.join(RENDER_MODES)})")
         return None
-    text = state.render()
+    if render_mode == "rgb_array":
+        return render.render_rgb(state.game, state.board, state.last_action)
+    text = render.render_text(state.game, state.board, state.last_action)
     if render_mode == "human":
         print(text + "\n")
         return None
@@ -162,7 +170,8 @@ class TTTGymEnv(gymnasium.Env):
     def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
         seat = "first" if self.piece == FIRST else "second"
         mask = self.action_masks().astype(np.int8)  # int8: what ``action_space.sample(mask=...)`` takes
-        return self.state.array().astype(np.float32) * self.piece, {"action_mask": mask, "seat": seat}
+        # multiplied as integers: a float 0 * -1 would be -0.0 on every empty cell of the second seat
+        return (self.state.array() * np.int8(self.piece)).astype(np.float32), {"action_mask": mask, "seat": seat}
 
     def _opponent_moves(self) -> None:
         if not self.state.is_terminal() and self.state.to_play() != self.piece:
@@ -181,7 +190,7 @@ class TTTGymEnv(gymnasium.Env):
 
     def step(self, action):
         if self.ended:
-            raise RuntimeError("step() after the episode ended; call reset()")
+            raise RuntimeError("step() before reset() or after the episode ended; call reset()")
         if not self.state.is_legal(int(action)):
             self.ended = True
             obs, info = self._observe()

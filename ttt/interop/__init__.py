@@ -1,4 +1,5 @@
-"""Bridges to the libraries researchers use: OpenSpiel here, PettingZoo and Gymnasium in ``ttt.envs``.
+"""Bridges to the libraries researchers use: OpenSpiel here, PettingZoo and Gymnasium in ``ttt.envs``
+(registered with Gymnasium here, as ``ttt/<board>-v0``).
 
 Nothing here imports those libraries until it is used, so ``ttt`` works without them; they come
 with the optional extras (``pip install -e '.[openspiel]'``, ``'.[envs]'``, or ``'.[all]'``).
@@ -33,4 +34,26 @@ def openspiel_mcts(game: Game, simulations: int = 1000, uct_c: float = 2.0, roll
     return OpenSpielMCTSPlayer(game, simulations, uct_c, rollouts, solve)
 
 
-__all__ = ["openspiel_mcts"]
+def gym_id(board: str) -> str:
+    """The Gymnasium id of a board's environment, e.g. ``ttt/4x4x4_gravity-v0``."""
+    return f"ttt/{board}-v0"
+
+
+def register_gymnasium_envs() -> None:
+    """Register ``ttt/<board>-v0`` for every board with Gymnasium (``import ttt`` does it when Gymnasium
+    is installed). The environment is ``ttt.envs.gym_env``: ``gymnasium.make("ttt/4x4x4-v0",
+    opponent="alphabeta:1", seat="random", render_mode="rgb_array")``. Repeats are no-ops."""
+    import gymnasium
+
+    from ttt.games import BOARDS
+
+    for board in BOARDS:
+        if gym_id(board) not in gymnasium.registry:
+            # the entry point is a string: PettingZoo and the envs module load at make(), not here.
+            # No OrderEnforcing wrapper: the env refuses step() before reset() itself, and render()
+            # before reset() draws the empty board
+            gymnasium.register(gym_id(board), entry_point="ttt.envs:gym_env", kwargs={"board": board},
+                               order_enforce=False)
+
+
+__all__ = ["gym_id", "openspiel_mcts", "register_gymnasium_envs"]
