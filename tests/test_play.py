@@ -208,3 +208,22 @@ def test_a_save_that_fails_at_the_end_goes_to_a_fallback_file(table_checkpoint, 
         assert sorted(load_player(fallback).values.values()) == [-0.75, -0.75, 0.75, 0.75, 0.75]  # the game learned
     finally:
         fallback.unlink()
+
+
+def test_the_end_names_the_winning_line_and_svg_saves_every_position(tmp_path):
+    frames = tmp_path / "frames"
+    tally, text = run("4\n2\n6\nn\n", "player=lowest", "game=3x3", "seat=first", f"svg={frames}")
+    assert tally["wins"] == 1
+    assert "X completed the line 0,2 - 1,1 - 2,0 (cells 2, 4, 6)." in text
+    # plies 0 (empty board) to 5 (X's third piece): one picture each
+    assert sorted(p.name for p in frames.iterdir()) == [f"game1_ply{k:02d}.svg" for k in range(6)]
+    last = (frames / "game1_ply05.svg").read_text()
+    assert last.startswith("<svg") and 'class="winning-line"' in last and 'class="last-move"' in last
+    assert 'class="winning-line"' not in (frames / "game1_ply04.svg").read_text()
+
+
+def test_svg_refuses_a_file_in_one_line(tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match="not a folder"):
+        run("q\n", "player=lowest", "game=3x3", "seat=first", f"svg={blocker}")

@@ -10,6 +10,10 @@ legal move for you), ``undo`` (take back your last move and the agent's reply), 
 ``learn=true`` lets a learning agent learn from every finished game (``Player.learn_from_game``)
 and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``).
 
+When a game ends with a win, the winning line is named by its cells. ``svg=DIR`` also saves every
+position of every game as an SVG picture, ``DIR/game<G>_ply<NN>.svg`` (``ttt.games.render``: the
+layers side by side, the last move framed, the winning line marked).
+
 ``play(cfg, input_stream, output_stream)`` is the plain function; tests drive it with StringIO.
 """
 
@@ -28,6 +32,7 @@ from omegaconf import DictConfig
 from ttt.cli import OutputError, check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig
 from ttt.games import FIRST, Game, State, render_board
+from ttt.games.render import line_text, render_svg
 from ttt.human import MoveError, hint_text, move_syntax, parse_move
 from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents, parse_spec
@@ -45,6 +50,7 @@ class PlayConfig:
     save: str | None = None  # where learn=true saves; default <checkpoint dir>/<stem>_play<suffix>
     seed: int = 0  # the agent's random choices
     threads: int = 1  # torch intra-op threads
+    svg: str | None = None  # save every position as DIR/game<G>_ply<NN>.svg
 
 
 ConfigStore.instance().store(name="play_schema", node=PlayConfig)
@@ -114,6 +120,15 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
         if save_path.suffix not in (".pt", ".npz"):
             raise ValueError(f"save={save_path}: a checkpoint file ends in .pt or .npz")
         check_writable_file(save_path, "save")  # before the games, not after them
+    frames = None
+    if cfg.svg:
+        frames = Path(cfg.svg)
+        if frames.exists() and not frames.is_dir():
+            raise ValueError(f"svg={frames}: not a folder")
+        try:
+            frames.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"svg={frames}: cannot create the folder ({e.strerror})") from None
     rng = np.random.default_rng(int(cfg.seed))
     tally: dict[str, Any] = dict(games=0, wins=0, draws=0, losses=0, saved=None)
     learned = 0
@@ -123,7 +138,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
         human = _choose_seat(io, cfg.seat)
         if human is None:
             break
-        states = _play_game(io, game, agent, label, human, rng)
+        saver = None if frames is None else _frame_saver(frames, tally["games"] + 1)
+        states = _play_game(io, game, agent, label, human, rng, saver)
         if states is None:
             break
         winner = states[-1].winner()
@@ -168,17 +184,32 @@ def _choose_seat(io: _Console, seat: str) -> int | None:
         io.say(f"{answer!r}: answer 1 (first, X) or 2 (second, O)")
 
 
+def _frame_saver(folder: Path, game_number: int):
+    """Writes a position as ``folder/game<G>_ply<NN>.svg`` (after ``undo`` the replayed plies overwrite theirs)."""
+
+    def save(state: State) -> None:
+        path = folder / f"game{game_number}_ply{state.num_moves:02d}.svg"
+        path.write_text(render_svg(state.game, state.board, state.last_action))
+
+    return save
+
+
 def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
-               rng: np.random.Generator) -> list[State] | None:
-    """One game; the list of states from the start to the end, or None when the human quits."""
+               rng: np.random.Generator, save=None) -> list[State] | None:
+    """One game; the list of states from the start to the end, or None when the human quits.
+    ``save(state)``, if given, is called with every position reached."""
     states = [game.initial_state()]
     io.say(f"\nYou are {SYMBOL[human]}, {label} is {SYMBOL[-human]}.")
     io.say(render_board(game, states[-1].board, show_numbers=True))
+    if save is not None:
+        save(states[-1])
     while not states[-1].is_terminal():
         state = states[-1]
         if state.to_play() != human:
             action = int(agent.act(state, rng))
             states.append(state.apply(action))
+            if save is not None:
+                save(states[-1])
             io.say(f"{label} plays {action} ({game.cell_label(action)}).")
             io.say(render_board(game, states[-1].board, show_numbers=True))
             continue
@@ -206,10 +237,14 @@ def _play_game(io: _Console, game: Game, agent: Player, label: str, human: int,
                 io.say(str(e))
                 continue
             states.append(state.apply(action))
+            if save is not None:
+                save(states[-1])
             io.say(f"You play {action} ({game.cell_label(action)}).")
             io.say(render_board(game, states[-1].board, show_numbers=True))
     winner = states[-1].winner()
     io.say("Draw." if winner == 0 else ("You win!" if winner == human else f"{label} wins."))
+    if winner != 0:
+        io.say(f"{SYMBOL[winner]} completed the line {line_text(game, game.winning_line(states[-1].board))}.")
     return states
 
 
