@@ -103,7 +103,8 @@ def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
 
     with pytest.raises(SystemExit) as e:
         main(["--help"])
-    assert e.value.code == 0 and "figure=openings" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert e.value.code == 0 and "figure=openings" in text and "``" not in text  # plain text, no RST quotes
     with pytest.raises(SystemExit) as e:
         main([str(tmp_path)])
     assert str(e.value.code) == f"ttt.plot: no runs under {tmp_path} (a run is a folder with a tb/ TensorBoard log)"

@@ -133,3 +133,10 @@ def test_mcts_vs_openspiel_times_both_on_quiet_positions(capsys):
         bots = ["mcts", "mcts_plain"]
     assert list(result) == [f"{b} {bot}" for b in perf.OPENSPIEL_GAMES for bot in bots]
     assert all(v > 0 for v in result.values())
+
+
+def test_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit) as e:
+        perf.main(["--help"])
+    text = capsys.readouterr().out
+    assert e.value.code == 0 and "python -m ttt.perf [device=auto|cpu|cuda]" in text and "``" not in text

@@ -13,6 +13,7 @@ Outputs are checked for writability before any work starts (``check_writable_fil
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -33,6 +34,11 @@ class OutputError(Exception):
 
 class Interrupted(Exception):
     """The user stopped the work (Ctrl-C or SIGTERM); what could be saved has been, and said where."""
+
+
+def plain_help(doc: str) -> str:
+    """A module docstring as ``--help`` text, with the double backticks of its literals removed."""
+    return re.sub(r"``(.+?)``", r"\1", doc, flags=re.DOTALL).strip() + "\n"
 
 
 def full_errors() -> bool:

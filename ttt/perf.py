@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttt.cli import check_writable_file, run_cli, write_json
+from ttt.cli import check_writable_file, plain_help, run_cli, write_json
 from ttt.device import DeviceError, array_device, resolve_device
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
@@ -367,7 +367,7 @@ def measure(argv: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
+        print(plain_help(__doc__), end="")
         sys.exit(0)
     return run_cli(measure, argv)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ttt.cli import plain_help
 from ttt.curves import Band, RunLog, find_runs, group_runs, mean_band, short_labels
 
 FIGURES = ("curves", "openings", "outcomes")
@@ -232,7 +233,7 @@ def plot(root: str | Path, figure: str = "curves", tags: list[str] | None = None
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        print(plain_help(__doc__), end="")
         raise SystemExit(0 if argv else 2)
     try:
         root, opts = parse_args(argv)
