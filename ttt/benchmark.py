@@ -111,12 +111,15 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
-        if cfg.exploit:  # before the matches: a board, option or agent it cannot take fails at once
-            from ttt.exploitability import action_probabilities, check_board, check_ties
+        if cfg.exploit:  # before the matches, so a board, option or agent it cannot take fails at once
+            from ttt.exploitability import check_ties, exploitability, policy_exploitability, report
 
-            check_board(game)
             check_ties(str(cfg.exploit_ties))
-            action_probabilities(agent, game.initial_state())
+            nash = policy_exploitability(agent)
+            try:
+                seats = exploitability(agent, str(cfg.exploit_ties))
+            except ValueError as e:  # a stochastic agent (random) has a number but no per-seat verdict
+                seats, no_verdict = None, str(e)
         rows = []
         games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
         print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
@@ -129,20 +132,11 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
                   "seed": int(cfg.seed), "results": rows}
         if cfg.exploit:
-            from ttt.exploitability import exploitability, policy_exploitability, report
-
-            nash = policy_exploitability(agent)
             print(nash.text(), file=out, flush=True)
+            print(f"per seat: no verdict ({no_verdict})" if seats is None else report(seats), file=out, flush=True)
             result["exploitability"] = nash.exploitability
             result["best_response"] = nash.as_dict()
-            try:
-                seats = exploitability(agent, str(cfg.exploit_ties))
-            except ValueError as e:  # a stochastic agent (random) has a number but no per-seat verdict
-                print(f"per seat: no verdict ({e})", file=out, flush=True)
-                result["exploit_seats"] = None
-            else:
-                print(report(seats), file=out, flush=True)
-                result["exploit_seats"] = [s.as_dict() for s in seats]
+            result["exploit_seats"] = None if seats is None else [s.as_dict() for s in seats]
     if cfg.output:
         path = write_json(cfg.output, result, "results")
         print(f"wrote {path}", file=out)
