@@ -66,6 +66,24 @@ class SolvedTable:
             raise KeyError(f"{self.game.name}: position not reachable from the empty board")
         return dict(zip(moves.tolist(), self.values[idx].tolist(), strict=True))
 
+    def child_values(self, digits: np.ndarray, mover: int, legal: np.ndarray) -> np.ndarray:
+        """(N, cells) int8: the value of the position after each move of N positions at once, given
+        as ternary digits (0 empty, 1 first player, 2 second; ``mover`` to play); 0 where ``legal``
+        is False. The batched form of ``move_values``."""
+        weights = image_weights(self.game)
+        out = np.zeros(legal.shape, dtype=np.int8)
+        for start in range(0, len(out), 1 << 16):  # blocks: the images of 2 million 4x4 positions are 0.5 GB
+            block = slice(start, start + (1 << 16))
+            images = np.asarray(digits[block], dtype=np.int64) @ weights  # (rows, symmetries)
+            for c in range(self.game.num_cells):
+                rows = np.flatnonzero(legal[block, c])
+                keys = (images[rows] + (mover % 3) * weights[c]).min(axis=1)
+                idx = np.searchsorted(self.keys, keys).clip(0, len(self.keys) - 1)
+                if not np.array_equal(self.keys[idx], keys):
+                    raise KeyError(f"{self.game.name}: position not reachable from the empty board")
+                out[start + rows, c] = self.values[idx]
+        return out
+
     def outcome(self, board) -> tuple[int, int]:
         """(winner under best play: +1, -1 or 0; ply of the final move, or the full board for a draw)."""
         return decode(self.value(board), self.game.num_cells)
