@@ -183,6 +183,9 @@ def test_render_modes_ansi_and_rgb_array():
     pytest.importorskip("matplotlib")
     image = gymnasium.make("ttt/4x4x4-v0", render_mode="rgb_array").render()
     assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8 and image.shape[1] > image.shape[0]
+    aec = envs.aec_env("4x4x4", render_mode="rgb_array")  # the PettingZoo environment draws the same picture
+    aec.reset()
+    assert aec.render().shape == image.shape
     env = envs.gym_env("3x3", render_mode="ansi")
     env.reset(seed=0)
     env.state = make_game("3x3").state_from_board([1, 1, 1, -1, -1, 0, 0, 0, 0])
