@@ -79,10 +79,10 @@ def scene(game: Game, board: Sequence[int], last_move: int | None = None,
     board = np.asarray(board, dtype=np.int64).ravel()
     if board.shape != (game.num_cells,):
         raise ValueError(f"board {game.name}: need {game.num_cells} cells, got {board.size}")
-    n = game.n
-    panels = n if game.d == 3 else 1
     if game.d not in (2, 3):
         raise ValueError(f"board {game.name}: pictures are drawn for 2D and 3D boards")
+    n = game.n
+    panels = n if game.d == 3 else 1
     panel = MARGIN + n * CELL
     width = 2 * PAD + panels * panel + (panels - 1) * GAP
     if game.d == 2 and title:  # a caption wider than the grid widens the picture (about 7.5 px a letter)
