@@ -194,3 +194,14 @@ def test_every_learner_rejects_bad_settings_the_same_way(compose_train, experime
         train(compose_train([experiment, override]))
     with pytest.raises(ValueError, match="unknown key agent.lrr"):  # e.g. settings stored in a checkpoint
         agent_settings({"lrr": 0.1}, schema)
+
+
+def test_train_help_is_short_and_says_how_to_see_an_experiments_config():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ttt.train", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert len(lines) < 40 and "== Config ==" not in done.stdout  # no dump of the default config
+    assert "--cfg job" in done.stdout and any(line.startswith("experiment: ") and "dqn_444" in line for line in lines)
