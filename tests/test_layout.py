@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ttt"
-ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot", "ttt.tactics", "ttt.serve")
+ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot", "ttt.tactics", "ttt.serve",
+                "ttt.calibration")
 # ttt.tactics is also a library: training's evaluations measure the tactics suites with it, and hints
 # ask it for a player's network alone
 LIBRARY_USES = {"training": {"ttt.tactics"}, "human": {"ttt.tactics"}}

@@ -1,0 +1,297 @@
+"""ttt.calibration: value quality against exact values (3x3 checked by an independent minimax here),
+against outcomes (reliability table, expected calibration error), and the opening values."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import ttt.calibration as cal
+from ttt.agents.dqn import DQNPlayer, Rules
+from ttt.games import BatchedGames, make_game
+from ttt.nets.structured import build_value_net
+from ttt.players import Player, make_player
+
+ROOT = Path(__file__).resolve().parents[1]
+LINES_3X3 = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
+
+
+def compose_calibration(*overrides: str):
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose("calibration", overrides=list(overrides))
+
+
+# ---- an independent 3x3 solver: plain recursion over tuples, no code of the package
+def _winner(board: tuple) -> int:
+    for a, b, c in LINES_3X3:
+        if board[a] != 0 and board[a] == board[b] == board[c]:
+            return board[a]
+    return 0
+
+
+@cache
+def _minimax(board: tuple, to_play: int) -> int:
+    """Outcome under best play from the first player's view."""
+    w = _winner(board)
+    if w or 0 not in board:
+        return w
+    children = [_minimax(board[:i] + (to_play,) + board[i + 1:], -to_play) for i in range(9) if board[i] == 0]
+    return max(children) if to_play == 1 else min(children)
+
+
+@cache
+def _random_outcome(board: tuple, to_play: int) -> float:
+    """Expected outcome from the first player's view when both sides play uniformly at random."""
+    w = _winner(board)
+    if w or 0 not in board:
+        return float(w)
+    children = [_random_outcome(board[:i] + (to_play,) + board[i + 1:], -to_play) for i in range(9) if board[i] == 0]
+    return float(np.mean(children))
+
+
+def _live_afterstates() -> dict[tuple, int]:
+    """Every reachable non-terminal position with a piece -> its outcome for the player who just moved."""
+    out, frontier = {}, {(0,) * 9}
+    for ply in range(9):
+        to_play = 1 if ply % 2 == 0 else -1
+        nxt = set()
+        for board in frontier:
+            if _winner(board) or 0 not in board:
+                continue
+            for i in range(9):
+                if board[i] == 0:
+                    child = board[:i] + (to_play,) + board[i + 1:]
+                    nxt.add(child)
+                    if not _winner(child) and 0 in child:
+                        out[child] = _minimax(child, -to_play) * to_play
+        frontier = nxt
+    return out
+
+
+class ConstantPlayer(Player):
+    """Values every move at ``value``; plays at random."""
+
+    def __init__(self, game, value: float = 0.0) -> None:
+        super().__init__(game)
+        self.value = value
+
+    def act(self, state, rng):
+        return int(rng.choice(state.legal_actions()))
+
+    def action_values(self, state):
+        return {a: self.value for a in state.legal_actions()}
+
+
+class RandomOutcomePlayer(ConstantPlayer):
+    """Plays at random and values each move by the expected outcome of random play after it (times
+    ``sign``): with sign 1 its values are exactly the outcome rates its own games produce."""
+
+    def __init__(self, game, sign: float = 1.0) -> None:
+        super().__init__(game)
+        self.sign = sign
+
+    def action_values(self, state):
+        p = state.to_play()
+        return {a: self.sign * p * _random_outcome(state.apply(a).board, -p) for a in state.legal_actions()}
+
+
+# ---- against exact values
+def test_the_non_terminal_afterstates_of_3x3_are_those_of_an_independent_enumeration():
+    game = make_game("3x3")
+    reference = _live_afterstates()
+    assert len(reference) == 4519
+    boards, sampled = cal.exact_afterstates(game, 20000, np.random.default_rng(0))
+    assert not sampled
+    assert {tuple(int(x) for x in b) for b in boards} == set(reference)
+    assert cal.afterstate_classes(game)[1].sum() == 4519
+    exact = cal.exact_outcomes(game, boards)
+    assert [reference[tuple(int(x) for x in b)] for b in boards] == exact.tolist()
+
+
+def test_the_perfect_player_scores_sign_agreement_1_and_mae_0():
+    game = make_game("3x3")
+    result = cal.measure(make_player("perfect", game), game, games=20, rollouts=2)
+    ex = result["exact"]
+    assert ex["positions"] == 4519 and not ex["sampled"]
+    assert ex["sign_agreement"] == 1.0 and ex["mae"] == 0.0 and ex["spearman"] == pytest.approx(1.0)
+    counts = {name: sum(v == c for v in _live_afterstates().values()) for name, c in cal.CLASSES.items()}
+    assert {name: c["positions"] for name, c in ex["classes"].items()} == counts
+
+
+def test_a_constant_0_player_gets_exactly_the_draws_right():
+    game = make_game("3x3")
+    reference = _live_afterstates()
+    draws = sum(v == 0 for v in reference.values())
+    ex = cal.measure(ConstantPlayer(game, 0.0), game, games=10, rollouts=1)["exact"]
+    assert ex["sign_agreement"] == pytest.approx(draws / len(reference))
+    assert ex["classes"]["draw"]["agreement"] == 1.0
+    assert ex["classes"]["win"]["agreement"] == ex["classes"]["loss"]["agreement"] == 0.0
+    assert ex["mae"] == pytest.approx((len(reference) - draws) / len(reference))
+    assert ex["spearman"] is None  # a constant has no ranks
+
+
+def test_sign_classes_use_the_one_third_thresholds():
+    assert cal.sign_class(np.array([-1, -0.34, -1 / 3, 0, 1 / 3, 0.34, 1])).tolist() == [-1, -1, 0, 0, 0, 1, 1]
+
+
+def test_spearman_with_ties_matches_a_hand_computation():
+    # ranks of a: 0, 1.5, 1.5, 3; of b: 0, 1, 2, 3 -> centred (-1.5, 0, 0, 1.5) and (-1.5, -.5, .5, 1.5)
+    assert cal.spearman([1, 2, 2, 5], [0, 1, 2, 3]) == pytest.approx(4.5 / np.sqrt(4.5 * 5))
+    assert cal.spearman([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
+
+
+def test_4x4_afterstates_are_sampled_reachable_and_live():
+    game = make_game("4x4")
+    boards, sampled = cal.exact_afterstates(game, 500, np.random.default_rng(1))
+    assert sampled and boards.shape == (500, 16)
+    assert cal._is_live_afterstate(boards, game).all()
+    counts = (boards == 1).sum(1) - (boards == -1).sum(1)
+    assert set(counts.tolist()) <= {0, 1}
+    cal.exact_outcomes(game, boards)  # raises if a board is not reachable
+    assert len({tuple(b) for b in boards.tolist()}) > 450  # millions to draw from: few repeats
+
+
+# ---- valuing afterstates
+def _dqn_player(board: str, seed: int = 0, rules: Rules = Rules()) -> DQNPlayer:
+    torch.manual_seed(seed)
+    network = {"kind": "structured", "detectors": 4, "hidden": [8], "bias": True}
+    game = make_game(board)
+    return DQNPlayer(game, build_value_net(OmegaConf.create(network), game), network, rules)
+
+
+@pytest.mark.parametrize("board", ["3x3", "4x4x4_gravity"])
+def test_afterstate_values_are_the_network_on_the_board_seen_by_the_mover(board):
+    player = _dqn_player(board, rules=Rules(wins=False))
+    game = player.game
+    rng = np.random.default_rng(0)
+    games = BatchedGames(game, 64)
+    boards = []
+    for _ in range(5):  # afterstates after 5 random plies (a few games may have ended: skipped)
+        games.step(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
+    boards = games.board[~games.done]
+    values = cal.afterstate_values(player, game, boards)
+    mover = cal.movers(boards)
+    with torch.no_grad():
+        direct = player.net(torch.as_tensor(boards * mover[:, None], dtype=torch.float32)).double().numpy()
+    np.testing.assert_allclose(values, direct, atol=1e-5)
+
+
+def test_rules_replace_the_values_of_losing_afterstates():
+    game = make_game("3x3")
+    alone = _dqn_player("3x3", rules=Rules(wins=False))
+    ruled = _dqn_player("3x3", rules=Rules(wins=True, losses=True))
+    boards, _ = cal.exact_afterstates(game, 20000, np.random.default_rng(0))
+    a, r = cal.afterstate_values(alone, game, boards), cal.afterstate_values(ruled, game, boards)
+    # the opponent to move completes a line: the rule says -1, the untrained network something else
+    sums = (boards * -cal.movers(boards)[:, None]) @ make_game("3x3").incidence.astype(np.int64)
+    threatened = (sums == 2).any(1)
+    assert threatened.sum() > 100
+    assert (r[threatened] == -1).all()
+    np.testing.assert_allclose(a[~threatened], r[~threatened])
+    assert (a[threatened] != -1).all()
+
+
+def test_a_player_without_values_is_refused():
+    game = make_game("3x3")
+    with pytest.raises(ValueError, match="gives no values"):
+        cal.measure(make_player("random", game), game, games=2, rollouts=1)
+
+
+# ---- against outcomes
+def test_the_reliability_table_and_ece_by_hand():
+    # bins of 4 over [-1, 1]: [-1, -.5) [-.5, 0) [0, .5) [.5, 1], a left edge in its bin, 1 in the last
+    table, ece = cal.reliability(np.array([-0.5, 0.25, 0.5, 1.0]), np.array([-1.0, 0.0, 1.0, 0.0]), bins=4)
+    assert [b["positions"] for b in table] == [0, 1, 1, 2]
+    assert table[0]["mean_value"] is None
+    assert table[1]["mean_value"] == -0.5 and table[1]["mean_outcome"] == -1.0
+    assert table[3]["mean_value"] == 0.75 and table[3]["mean_outcome"] == 0.5
+    assert ece == pytest.approx(1 / 4 * 0.5 + 1 / 4 * 0.25 + 2 / 4 * 0.25)
+    _, ece = cal.reliability(np.array([0.1, 0.1, 0.9, 0.9]), np.array([0.5, -0.3, 1.0, 0.8]), bins=10)
+    assert ece == pytest.approx(0.0)  # each bin's mean value is its mean outcome
+
+
+def test_values_equal_to_the_outcome_rates_give_an_ece_near_0_and_their_negation_does_not():
+    game = make_game("3x3")
+    honest = cal.measure(RandomOutcomePlayer(game), game, games=400, rollouts=64, seed=1)
+    liar = cal.measure(RandomOutcomePlayer(game, sign=-1.0), game, games=400, rollouts=64, seed=1)
+    assert honest["ece"] < 0.05
+    assert liar["ece"] > 0.4
+    assert honest["ece"] == honest["outcomes"]["ece"]
+
+
+def test_the_perfect_player_without_exploration_is_calibrated_exactly():
+    game = make_game("3x3")
+    result = cal.measure(make_player("perfect", game), game, games=50, rollouts=2, epsilon=0.0)
+    assert result["ece"] == 0.0
+    assert result["outcomes"]["mean_outcome"] == 0.0  # best play from best play's positions: draws
+
+
+# ---- opening values
+def test_opening_values_are_grouped_by_the_orbits_of_the_cells():
+    game = make_game("3x3")
+    op = cal.opening_values(make_player("perfect", game), game)
+    assert [(c["name"], c["cells"]) for c in op["classes"]] == [("corner", [0, 2, 6, 8]), ("edge", [1, 3, 5, 7]),
+                                                                 ("centre", [4])]
+    assert all(c["exact"] == 0 and c["values"] == [0.0] * len(c["cells"]) for c in op["classes"])
+    assert op["median"] == 0.0
+    assert sum(len(c["cells"]) for c in cal.opening_values(_dqn_player("4x4x4_gravity"), make_game("4x4x4_gravity"))
+               ["classes"]) == 16  # gravity: only the bottom layer can be played first
+    assert len(cal.cell_orbits(make_game("4x4x4"))) == 2  # Qubic's 192 symmetries: corners and centres,
+    # and the other 48 cells
+
+
+# ---- the entry point
+def test_json_output_has_the_keys(tmp_path):
+    out = tmp_path / "cal.json"
+    result = cal.calibration(compose_calibration("player=perfect", "game=3x3", "games=20", "rollouts=2",
+                                                 f"output={out}"))
+    saved = json.loads(out.read_text())
+    assert saved["ece"] == result["ece"]
+    assert set(saved["exact"]) >= {"sign_agreement", "mae", "spearman", "positions", "sampled", "classes"}
+    assert saved["thresholds"] == {"win": 1 / 3, "loss": -1 / 3}
+    assert {"positions", "rollouts", "epsilon", "bins", "ece"} <= set(saved["outcomes"])
+    assert {"median", "classes"} <= set(saved["openings"])
+    assert saved["rules_apply"] is False
+
+
+def test_boards_without_exact_values_measure_outcomes_only():
+    game = make_game("3x3x3")
+    result = cal.measure(_dqn_player("3x3x3"), game, games=20, rollouts=2)
+    assert result["exact"] is None
+    assert sum(b["positions"] for b in result["outcomes"]["bins"]) == 20
+
+
+def test_the_reliability_figure_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    fig = tmp_path / "rel.png"
+    cal.calibration(compose_calibration("player=perfect", "game=3x3", "games=20", "rollouts=2", f"figure={fig}"))
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["player=random", "game=3x3"], "gives no values"),
+    (["player=perfect", "game=3x3", "games=0"], "games must be >= 1"),
+    (["player=perfect", "game=3x3", "epsilon=2"], "epsilon must be in"),
+    (["player=perfect", "game=4x4x4"], "perfect play is available"),
+])
+def test_expected_errors_are_one_line(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        cal.calibration(compose_calibration(*overrides))
+
+
+def test_cli_help_and_a_one_line_error():
+    py = [sys.executable, "-m", "ttt.calibration"]
+    done = subprocess.run([*py, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "sign classes" in done.stdout.lower()
+    done = subprocess.run([*py, "game=3x3", "player=random"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "gives no values" in done.stderr

@@ -1,0 +1,481 @@
+"""Value quality: ``python -m ttt.calibration`` (Hydra; ``--help`` shows the config).
+
+Whether a player's afterstate values estimate outcomes. An afterstate is the board right after a
+move; its value is seen from the player who just moved (+1 a win for that player, -1 a loss, 0 a
+draw), as a TD(0) afterstate learner (``ttt.agents.dqn``) learns it. Any player that values its moves
+can be measured: a ``dqn`` checkpoint (its ``values``), a tabular learner, ``perfect`` (exact values),
+``alphabeta`` or ``mcts`` (through ``action_values``). ``rules=false`` (the default) measures the values
+of a learned player's network alone; ``rules=true`` the values it plays by, where its move-selection
+rules (``ttt.agents.dqn.Rules``: exact wins, losses, forks) replace some estimates by exact values. The
+games are always the player's own, rules included: a value estimates the outcome of the play it was
+learned in, and the rules moved in training too.
+
+Three measures:
+
+* **Against exact values** (3x3 and 4x4, the boards of ``ttt.games.solved``): every reachable
+  afterstate that is not terminal, or ``positions`` of them drawn uniformly (with replacement) when
+  the board has more (3x3 has 4,519, all measured at the default; 4x4 millions). Each is valued and
+  compared with its exact outcome under best play (+1, 0, -1 for the player who just moved):
+  ``sign_agreement``, the share whose *sign class* is right (win above ``WIN_THRESHOLD`` = 1/3, loss
+  below -1/3, else draw), per class as well; ``mae``, the mean absolute difference from the exact
+  outcome; ``spearman``, the rank correlation with it (ties get their mean rank; null when either
+  side is constant).
+* **Against outcomes** (every board): ``games`` games of the player's own epsilon-greedy self-play
+  (``epsilon``); from each, one afterstate that is not terminal, its ply drawn uniformly; the
+  player's value of it, and the mean outcome (+1, 0, -1 for the player who made that move) of
+  ``rollouts`` continuations of the player against itself, epsilon-greedy as well. Binned by the
+  value into ``bins`` equal bins over [-1, 1]: the *reliability table* (per bin the positions, the
+  mean value and the mean outcome) and the *expected calibration error*, ``ece = sum_b (n_b / n) *
+  |mean value_b - mean outcome_b|``, on the value scale (0 calibrated; at most 2).
+  ``figure=FILE.png`` draws the reliability diagram (extra ``plot``).
+* **Opening values**: the value of every first move, grouped by the orbits of the cells under the
+  board's symmetries (``Game.symmetries``; 3x3: corner, edge, centre), with their median, and the
+  exact outcome of each class where the board has one.
+
+JSON (``output=FILE.json``)::
+
+    {"game": ..., "player": ..., "rules": bool, "rules_apply": bool, "ece": float,
+     "thresholds": {"win": 1/3, "loss": -1/3},
+     "exact": {"positions": N, "sampled": bool, "sign_agreement": ..., "mae": ..., "spearman": ...,
+               "classes": {"win": {"positions": n, "agreement": ..., "mean_value": ...}, "draw": ..., "loss": ...}}
+              (null on boards without exact values),
+     "outcomes": {"positions": N, "rollouts": R, "epsilon": e, "ece": ..., "mean_value": ...,
+                  "mean_outcome": ..., "bins": [{"low", "high", "positions", "mean_value", "mean_outcome"}]},
+     "openings": {"median": ..., "min": ..., "max": ..., "classes": [{"name", "cells", "values", "mean",
+                  "exact"}]}}
+
+``calibration(cfg)`` is the plain function (tests call it); ``main`` the Hydra wrapper that turns the
+expected errors into one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import hydra
+import numpy as np
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig
+
+from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
+from ttt.config import GameConfig
+from ttt.games import BatchedGames, Game, random_legal_actions
+from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
+from ttt.players import Player
+from ttt.specs import agent_spec, board_name, load_agents
+
+WIN_THRESHOLD = 1.0 / 3.0  # a value above this is in the win class, below its negative the loss class
+CLASSES = {"win": 1, "draw": 0, "loss": -1}
+CHUNK = 2048  # positions valued in one call (bounds memory on Qubic: 2048 x 64 afterstates)
+
+
+# ------------------------------------------------------------------------------ valuing afterstates
+def move_values(player: Player, games: BatchedGames, rows: np.ndarray) -> np.ndarray:
+    """(len(rows), cells) float64: ``player``'s value of every legal move of the games ``rows`` from the
+    mover's view, NaN where a move is illegal.
+
+    A player with batched ``values(games, rows)`` (the dqn player: one forward pass) is asked once per
+    chunk; any other through ``action_values(state)``, one position at a time. A player that values
+    no moves raises ValueError."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.full((len(rows), games.game.num_cells), np.nan)
+    if callable(getattr(player, "values", None)):
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start:start + CHUNK]
+            v = player.values(games, part).detach().cpu().double().numpy()
+            out[start:start + CHUNK] = np.where(np.isfinite(v), v, np.nan)
+        return out
+    for i, row in enumerate(rows.tolist()):
+        values = player.action_values(games.state(row))
+        if values is None:
+            raise ValueError(f"player {getattr(player, 'name', player)!r} gives no values of its moves; "
+                             "calibration needs one that does (a dqn or tabular checkpoint, perfect, alphabeta, mcts)")
+        for cell, value in values.items():
+            out[i, cell] = value
+    return out
+
+
+def movers(boards: np.ndarray) -> np.ndarray:
+    """(N,) int8: the player who made the last move of each board (+1 first, -1 second), by the piece counts."""
+    boards = np.asarray(boards)
+    return np.where((boards == 1).sum(1) > (boards == -1).sum(1), 1, -1).astype(np.int8)
+
+
+def afterstate_values(player: Player, game: Game, boards: np.ndarray) -> np.ndarray:
+    """(N,) ``player``'s values of the afterstates ``boards`` (N, cells; +1 first player, -1 second,
+    none terminal, at least one piece), each from the view of the player who just moved.
+
+    Each is asked as a move: from the board without one of the mover's pieces (the highest cell with
+    nothing above it, so a legal move under gravity too), the move that puts it back."""
+    boards = np.asarray(boards, dtype=np.int8)
+    n = len(boards)
+    if n == 0:
+        return np.zeros(0)
+    mover = movers(boards)
+    above = game.above
+    free_above = np.where(above >= 0, boards[:, np.maximum(above, 0)] == 0, True)
+    removable = (boards == mover[:, None]) & free_above
+    if not removable.any(1).all():
+        raise ValueError("an afterstate has no piece of the player who just moved that could have been played last")
+    cell = (removable * np.arange(1, game.num_cells + 1)).argmax(1)
+    games = BatchedGames(game, n)
+    games.board[:] = boards
+    games.board[np.arange(n), cell] = 0
+    games.to_play[:] = mover
+    games.num_moves[:] = (games.board != 0).sum(1)
+    values = move_values(player, games, np.arange(n))
+    return values[np.arange(n), cell]
+
+
+def sign_class(values: np.ndarray) -> np.ndarray:
+    """(N,) int8: +1 (win) above ``WIN_THRESHOLD``, -1 (loss) below its negative, else 0 (draw)."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(values > WIN_THRESHOLD, 1, np.where(values < -WIN_THRESHOLD, -1, 0)).astype(np.int8)
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rank correlation of ``a`` and ``b`` (ties: mean ranks); None when either is constant."""
+    ra, rb = _ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = np.sqrt((ra * ra).sum() * (rb * rb).sum())
+    return None if denom == 0 else float((ra * rb).sum() / denom)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return (sums / counts)[inverse]  # each tie group gets its mean rank
+
+
+# ------------------------------------------------------------------------------ against exact values
+def has_exact_values(game: Game) -> bool:
+    """Whether ``ttt.games.solved`` gives exact values of ``game`` (3x3, 4x4)."""
+    return game.num_cells <= SOLVABLE_CELLS and not game.gravity
+
+
+def _digits_to_boards(keys: np.ndarray, cells: int) -> np.ndarray:
+    digits = (keys[:, None] // 3 ** np.arange(cells, dtype=np.int64)) % 3
+    return np.where(digits == 1, 1, np.where(digits == 2, -1, 0)).astype(np.int8)
+
+
+def _is_live_afterstate(boards: np.ndarray, game: Game) -> np.ndarray:
+    """(N,) bool: at least one piece, no completed line, and an empty cell left."""
+    sums = boards.astype(np.int64) @ game.incidence.astype(np.int64)
+    won = (np.abs(sums) == game.line_length).any(1)
+    pieces = (boards != 0).sum(1)
+    return (pieces > 0) & (pieces < game.num_cells) & ~won
+
+
+def afterstate_classes(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The symmetry classes of the reachable afterstates of ``game`` that are not terminal:
+    ``(boards, orbits)``, one canonical board (N, cells) per class and how many distinct positions
+    the class holds. ``orbits.sum()`` is the number of such positions (3x3: 4,519)."""
+    table = solved_table(game)
+    boards = _digits_to_boards(table.keys, game.num_cells)
+    boards = boards[_is_live_afterstate(boards, game)]
+    weights = image_weights(game)
+    orbits = np.empty(len(boards), dtype=np.int64)
+    for start in range(0, len(boards), 65536):
+        hashes = np.sort((boards[start:start + 65536].astype(np.int64) % 3) @ weights, axis=1)
+        orbits[start:start + 65536] = (np.diff(hashes, axis=1) != 0).sum(1) + 1
+    return boards, orbits
+
+
+def exact_afterstates(game: Game, positions: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """``(boards, sampled)``: every reachable afterstate of ``game`` that is not terminal when there
+    are at most ``positions`` of them (``sampled`` False), else ``positions`` drawn uniformly among
+    them, with replacement: a class with probability proportional to its size, then one of its images
+    under a symmetry drawn uniformly (every position of a class is as many symmetries' image)."""
+    boards, orbits = afterstate_classes(game)
+    sym = game.symmetries
+    if int(orbits.sum()) <= positions:
+        images = boards[:, sym]  # (N, G, cells); image g puts cell sym[g, i] at i
+        flat = images.reshape(-1, game.num_cells)
+        return np.unique(flat, axis=0), False
+    picks = rng.choice(len(boards), size=positions, p=orbits / orbits.sum())
+    g = rng.integers(len(sym), size=positions)
+    return boards[picks[:, None], sym[g]], True
+
+
+def exact_outcomes(game: Game, boards: np.ndarray) -> np.ndarray:
+    """(N,) the outcome under best play of each afterstate, +1 / 0 / -1 for the player who just moved."""
+    table = solved_table(game)
+    keys = ((np.asarray(boards, dtype=np.int64) % 3) @ image_weights(game)).min(axis=1)  # canonical keys
+    idx = np.searchsorted(table.keys, keys).clip(0, len(table.keys) - 1)
+    if not np.array_equal(table.keys[idx], keys):
+        raise ValueError(f"{game.name}: an afterstate is not reachable from the empty board")
+    return (np.sign(table.values[idx]).astype(np.int64) * movers(boards)).astype(np.int8)
+
+
+def exact_measures(values: np.ndarray, exact: np.ndarray) -> dict[str, Any]:
+    """Sign agreement (overall and per exact class), mean absolute error and Spearman's rank
+    correlation of ``values`` against the exact outcomes ``exact`` (+1, 0, -1)."""
+    values, exact = np.asarray(values, dtype=np.float64), np.asarray(exact)
+    right = sign_class(values) == exact
+    classes = {}
+    for name, c in CLASSES.items():
+        mask = exact == c
+        classes[name] = {"positions": int(mask.sum()),
+                         "agreement": float(right[mask].mean()) if mask.any() else None,
+                         "mean_value": float(values[mask].mean()) if mask.any() else None}
+    return {"positions": len(values), "sign_agreement": float(right.mean()),
+            "mae": float(np.abs(values - exact).mean()), "spearman": spearman(values, exact), "classes": classes}
+
+
+# ------------------------------------------------------------------------------ against outcomes
+class EpsilonGreedy(Player):
+    """``player``'s moves, each replaced with probability ``epsilon`` by a random legal move."""
+
+    def __init__(self, player: Player, epsilon: float) -> None:
+        super().__init__(player.game)
+        self.player, self.epsilon = player, float(epsilon)
+
+    def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
+        actions = np.asarray(self.player.act_batch(games, rng), dtype=np.int64).copy()
+        if self.epsilon > 0:
+            explore = (rng.random(len(games)) < self.epsilon) & ~games.done
+            if explore.any():
+                actions[explore] = random_legal_actions(games.legal_mask()[explore], rng)
+        return actions
+
+
+def self_play(player: Player, games: BatchedGames, rng: np.random.Generator) -> list[np.ndarray]:
+    """Play ``games`` to their ends, ``player`` moving in every game; returns the boards after each ply."""
+    history = []
+    while not games.done.all():
+        games.step(player.act_batch(games, rng))
+        history.append(games.board.copy())
+    return history
+
+
+def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, epsilon: float,
+                    rng: np.random.Generator, valuer: Player | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, outcomes)``, (positions,) each: afterstates from ``player``'s epsilon-greedy
+    self-play (one per game, its ply drawn uniformly among the game's non-terminal afterstates),
+    ``valuer``'s value of each (default ``player``'s), and the mean outcome of ``rollouts``
+    epsilon-greedy continuations of ``player`` against itself, both from the view of the player who
+    made the move."""
+    explorer = EpsilonGreedy(player, epsilon)
+    games = BatchedGames(game, positions)
+    history = np.stack(self_play(explorer, games, rng))  # (plies, positions, cells)
+    length = games.num_moves.astype(np.int64)
+    ply = 1 + np.floor(rng.random(positions) * (length - 1)).astype(np.int64)  # 1 .. length - 1
+    boards = history[ply - 1, np.arange(positions)]
+    values = afterstate_values(valuer or player, game, boards)
+    starts = BatchedGames(game, positions * rollouts)
+    starts.board[:] = np.repeat(boards, rollouts, axis=0)
+    starts.to_play[:] = -np.repeat(movers(boards), rollouts)
+    starts.num_moves[:] = (starts.board != 0).sum(1)
+    self_play(explorer, starts, rng)
+    outcome = starts.winner.astype(np.float64).reshape(positions, rollouts).mean(1) * movers(boards)
+    return values, outcome
+
+
+def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tuple[list[dict], float]:
+    """The reliability table of ``values`` against mean ``outcomes`` in ``bins`` equal bins over
+    [-1, 1] (a value of exactly 1 in the last), and the expected calibration error
+    ``sum_b (n_b / n) |mean value_b - mean outcome_b|``."""
+    values, outcomes = np.asarray(values, dtype=np.float64), np.asarray(outcomes, dtype=np.float64)
+    edges = np.linspace(-1.0, 1.0, bins + 1)
+    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, bins - 1)
+    table, ece = [], 0.0
+    for b in range(bins):
+        mask = index == b
+        n = int(mask.sum())
+        row = {"low": float(edges[b]), "high": float(edges[b + 1]), "positions": n,
+               "mean_value": float(values[mask].mean()) if n else None,
+               "mean_outcome": float(outcomes[mask].mean()) if n else None}
+        if n:
+            ece += n / len(values) * abs(row["mean_value"] - row["mean_outcome"])
+        table.append(row)
+    return table, float(ece)
+
+
+# ------------------------------------------------------------------------------ opening values
+def cell_orbits(game: Game) -> list[list[int]]:
+    """The cells grouped by the board's symmetries (each orbit sorted, orbits by their smallest cell)."""
+    seen, orbits = set(), []
+    for cell in range(game.num_cells):
+        if cell not in seen:
+            orbit = sorted({int(c) for c in game.symmetries[:, cell]})
+            seen.update(orbit)
+            orbits.append(orbit)
+    return orbits
+
+
+def opening_values(player: Player, game: Game) -> dict[str, Any]:
+    """The value of each first move, grouped by orbit (``cell_orbits``; gravity: the legal ones), with
+    the exact outcome of each class where the board has exact values."""
+    from ttt.agents.td_afterstate import opening_name
+
+    games = BatchedGames(game, 1)
+    values = move_values(player, games, np.array([0]))[0]
+    exact = solved_table(game).move_values(game.initial_state()) if has_exact_values(game) else None
+    classes = []
+    for orbit in cell_orbits(game):
+        legal = [c for c in orbit if np.isfinite(values[c])]
+        if not legal:
+            continue
+        v = [float(values[c]) for c in legal]
+        classes.append({"name": opening_name(game, orbit[0]), "cells": legal, "values": v, "mean": float(np.mean(v)),
+                        "exact": None if exact is None else int(np.sign(exact[legal[0]]))})
+    every = values[np.isfinite(values)]
+    return {"median": float(np.median(every)), "min": float(every.min()), "max": float(every.max()),
+            "classes": classes}
+
+
+# ------------------------------------------------------------------------------ the whole measure
+def measure(player: Player, game: Game, positions: int = 20000, games: int = 500, rollouts: int = 16,
+            epsilon: float = 0.1, bins: int = 10, seed: int = 0, valuer: Player | None = None) -> dict[str, Any]:
+    """Every measure of the module docstring on ``game``, as the JSON's dictionary (without the
+    player's name and rules): the values of ``valuer`` (default ``player``), the games of ``player``."""
+    rng = np.random.default_rng(seed)
+    valuer = valuer or player
+    result: dict[str, Any] = {"game": game.name, "thresholds": {"win": WIN_THRESHOLD, "loss": -WIN_THRESHOLD}}
+    exact = None
+    if has_exact_values(game):
+        boards, sampled = exact_afterstates(game, positions, rng)
+        exact = exact_measures(afterstate_values(valuer, game, boards), exact_outcomes(game, boards))
+        exact["sampled"] = sampled
+    values, outcomes = outcome_samples(player, game, games, rollouts, epsilon, rng, valuer)
+    table, ece = reliability(values, outcomes, bins)
+    result["ece"] = ece
+    result["exact"] = exact
+    result["outcomes"] = {"positions": games, "rollouts": rollouts, "epsilon": epsilon, "ece": ece,
+                          "mean_value": float(values.mean()), "mean_outcome": float(outcomes.mean()), "bins": table}
+    result["openings"] = opening_values(valuer, game)
+    return result
+
+
+def format_report(result: dict[str, Any]) -> str:
+    """The results as text: exact agreement, the reliability table, the opening values."""
+    lines = []
+    ex = result["exact"]
+    if ex is not None:
+        how = "drawn uniformly" if ex["sampled"] else "all"
+        rho = "n/a" if ex["spearman"] is None else f"{ex['spearman']:.3f}"
+        lines.append(f"exact values ({ex['positions']} non-terminal afterstates, {how}): sign agreement "
+                     f"{ex['sign_agreement']:.3f}, mae {ex['mae']:.3f}, spearman {rho}")
+        for name, c in ex["classes"].items():
+            if c["positions"]:
+                lines.append(f"  {name:<5} {c['positions']:>7} positions  agreement {c['agreement']:.3f}  "
+                             f"mean value {c['mean_value']:+.3f}")
+    o = result["outcomes"]
+    lines.append(f"outcomes ({o['positions']} self-play positions x {o['rollouts']} continuations, epsilon "
+                 f"{o['epsilon']:g}): ece {o['ece']:.3f}, mean value {o['mean_value']:+.3f}, "
+                 f"mean outcome {o['mean_outcome']:+.3f}")
+    lines.append(f"  {'bin':<15} {'positions':>9} {'value':>7} {'outcome':>8}")
+    for b in o["bins"]:
+        if b["positions"]:
+            lines.append(f"  [{b['low']:+.1f}, {b['high']:+.1f}]   {b['positions']:>9} {b['mean_value']:>+7.3f} "
+                         f"{b['mean_outcome']:>+8.3f}")
+    op = result["openings"]
+    lines.append(f"opening values: median {op['median']:+.3f}, min {op['min']:+.3f}, max {op['max']:+.3f}")
+    for c in op["classes"]:
+        exact = "" if c["exact"] is None else f"  exact {c['exact']:+d}"
+        lines.append(f"  {c['name']:<12} cells {len(c['cells']):>2}  mean {c['mean']:+.3f}{exact}")
+    return "\n".join(lines)
+
+
+def draw_reliability(result: dict[str, Any], path, label: str) -> None:
+    """The reliability diagram (mean outcome against mean value per bin, and the positions per bin) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bins = [b for b in result["outcomes"]["bins"] if b["positions"]]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    top.plot([-1, 1], [-1, 1], color="grey", lw=1, ls="--", label="calibrated")
+    top.plot([b["mean_value"] for b in bins], [b["mean_outcome"] for b in bins], "o-", label=label)
+    top.set_ylabel("mean outcome (player who moved)")
+    top.set_xlim(-1.05, 1.05)
+    top.set_ylim(-1.05, 1.05)
+    top.set_title(f"{result['game']}: ece {result['ece']:.3f}")
+    top.legend(loc="upper left")
+    centres = [(b["low"] + b["high"]) / 2 for b in result["outcomes"]["bins"]]
+    width = result["outcomes"]["bins"][0]["high"] - result["outcomes"]["bins"][0]["low"]
+    bottom.bar(centres, [b["positions"] for b in result["outcomes"]["bins"]], width=width * 0.9, color="tab:blue")
+    bottom.set_xlabel("afterstate value")
+    bottom.set_ylabel("positions")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------ entry point
+@dataclass
+class CalibrationConfig:
+    """Schema of ``configs/calibration.yaml``."""
+
+    checkpoint: str | None = None  # the player: a saved learner ...
+    player: Any = None  # ... or a player spec (ttt.benchmark syntax); neither: the shipped dqn_444
+    game: GameConfig | None = None  # board (game=3x3); default: the checkpoint's, else 4x4x4
+    rules: bool = False  # true: a learned player's move-selection rules stay on (in its values and moves)
+    positions: int = 20000  # exact boards: at most this many afterstates (all when there are fewer)
+    games: int = 500  # self-play positions measured against outcomes
+    rollouts: int = 16  # continuations of each
+    epsilon: float = 0.1  # exploration of the self-play and the continuations
+    bins: int = 10  # equal bins over [-1, 1]
+    seed: int = 0
+    output: str | None = None  # the results as JSON
+    figure: str | None = None  # the reliability diagram as PNG (extra plot)
+    threads: int = 1  # torch intra-op threads
+
+
+ConfigStore.instance().store(name="calibration_schema", node=CalibrationConfig)
+
+
+def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
+    """Measure the player the config names; print the report; return the results."""
+    import torch
+
+    out = out or sys.stdout
+    for key in ("positions", "games", "rollouts", "bins", "threads"):
+        if int(cfg[key]) < 1:
+            raise ValueError(f"{key} must be >= 1, got {cfg[key]}")
+    if not 0.0 <= float(cfg.epsilon) <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {cfg.epsilon}")
+    if cfg.output:
+        check_writable_file(cfg.output, "output")
+    if cfg.figure:
+        check_writable_file(cfg.figure, "figure")
+        try:
+            import matplotlib  # noqa: F401
+        except ModuleNotFoundError:
+            raise ValueError("figure= needs matplotlib: pip install -e '.[plot]'") from None
+    torch.set_num_threads(int(cfg.threads))
+    game, [(label, player)] = load_agents([agent_spec(cfg)], board_name(cfg))
+    switchable = callable(getattr(player, "without_rules", None))
+    valuer = player.without_rules() if switchable and not cfg.rules else player
+    t0 = time.perf_counter()
+    result = measure(player, game, int(cfg.positions), int(cfg.games), int(cfg.rollouts), float(cfg.epsilon),
+                     int(cfg.bins), int(cfg.seed), valuer)
+    seconds = time.perf_counter() - t0
+    result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": switchable,
+              **{k: v for k, v in result.items() if k != "game"}, "seconds": seconds}
+    rules_text = f"rules={str(bool(cfg.rules)).lower()}" if switchable else "no rules to switch"
+    print(f"{label} on {game.name} ({rules_text}); {seconds:.1f} s", file=out)
+    print(format_report(result), file=out, flush=True)
+    if cfg.output:
+        path = write_json(cfg.output, result, "results")
+        print(f"wrote {path}", file=out)
+    if cfg.figure:
+        path = write_with_fallback(cfg.figure, lambda p: draw_reliability(result, p, label), "figure")
+        print(f"wrote {path}", file=out)
+    return result
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="calibration")
+def main(cfg: DictConfig) -> None:
+    run_cli(calibration, cfg)
+
+
+if __name__ == "__main__":
+    main()
