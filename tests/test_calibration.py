@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 import ttt.calibration as cal
 from ttt.agents.dqn import DQNPlayer, Rules
-from ttt.games import BatchedGames, make_game
+from ttt.games import BatchedGames, make_game, random_legal_actions
 from ttt.nets.structured import build_value_net
 from ttt.players import Player, make_player
 
@@ -84,8 +84,8 @@ class ConstantPlayer(Player):
         super().__init__(game)
         self.value = value
 
-    def act(self, state, rng):
-        return int(rng.choice(state.legal_actions()))
+    def act_batch(self, games, rng):
+        return random_legal_actions(games.legal_mask(), rng)
 
     def action_values(self, state):
         return {a: self.value for a in state.legal_actions()}
@@ -245,8 +245,10 @@ def test_opening_values_are_grouped_by_the_orbits_of_the_cells():
     assert op["median"] == 0.0
     assert sum(len(c["cells"]) for c in cal.opening_values(_dqn_player("4x4x4_gravity"), make_game("4x4x4_gravity"))
                ["classes"]) == 16  # gravity: only the bottom layer can be played first
-    assert len(cal.cell_orbits(make_game("4x4x4"))) == 2  # Qubic's 192 symmetries: corners and centres,
-    # and the other 48 cells
+    qubic = make_game("4x4x4")  # Qubic's 192 symmetries join the 8 corners and the 8 centre cells
+    assert [len(o) for o in cal.cell_orbits(qubic)] == [16, 48]
+    assert [c["name"] for c in cal.opening_values(_dqn_player("4x4x4"), qubic)["classes"]] == [
+        "corner / centre", "edge / face centre"]
 
 
 # ---- the entry point
