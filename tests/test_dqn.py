@@ -22,10 +22,10 @@ from ttt.agents.dqn import (
     rank_loss,
     rank_orders,
     rank_pairs,
-    reply_targets,
     rule_targets,
     td0_targets,
 )
+from ttt.agents.dqn.labels import random_position_labels
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -49,6 +49,11 @@ def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Tra
     if seats is not None:
         trainer.agent_seat[:] = seats
     return trainer
+
+
+def position_labels(trainer: Trainer):
+    """The labels and rank pairs of the trainer's random-play games (which then move on one ply)."""
+    return random_position_labels(trainer.label_games, trainer.settings, trainer.net, trainer.rng)
 
 
 def continue_identically(trainer: Trainer, other: Trainer, plies: int) -> None:
@@ -482,37 +487,6 @@ def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
     continue_identically(t, other, 20)
 
 
-def test_reply_targets_by_hand():
-    game = make_game("3x3")
-    trained = Rules(wins=True, losses=True, gamma=GAMMA)
-    net = make_trainer().net
-    fork = view([0, 2, 8], [3, 6])  # X threatens 1, 4 and 5; O has no win: every O reply loses at once
-    opponent_wins = view([0, 8, 7], [3, 4])  # O completes 3-4-5
-    full = view([0, 8, 7, 2, 3], [4, 1, 6, 5])  # a drawn full board
-    targets = reply_targets(net, np.stack([fork, opponent_wins, full]), game, GAMMA, trained)
-    np.testing.assert_allclose(targets, [GAMMA, -1.0, 0.0], rtol=1e-6)
-
-    # a network worth c everywhere: the opponent's best reply is worth c to it
-    constant = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [], "bias": True}), game)
-    quiet = view([4], [0, 8])[None]  # nobody can win at once
-    for c, expected in ((0.5, -0.5), (-0.5, GAMMA * 0.5)):
-        with torch.no_grad():
-            for p in constant.parameters():
-                p.zero_()
-            constant.rest[0].bias.fill_(float(np.arctanh(c)))
-        np.testing.assert_allclose(reply_targets(constant, quiet, game, GAMMA, NO_RULES), [expected], rtol=1e-5)
-
-
-def test_search_labels_add_searched_afterstates_to_the_random_position_labels():
-    t = make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=8, search_labels=True)
-    searched = []
-    for _ in range(12):
-        batch = t.step()
-        extra = batch.targets[batch.rows == -1]
-        assert len(extra) <= 8
-        searched += [v for v in extra if not np.isclose(v, [1.0, -1.0, GAMMA]).any()]
-    assert searched  # afterstates the rules do not value, with the targets of the reply search
-    assert all(-1.0 <= v <= 1.0 for v in searched)
 
 
 def test_first_layer_learning_rate():
@@ -577,19 +551,6 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
     assert (net.logit(higher) - net.logit(lower) > 0.9).all()  # the margin, nearly
 
 
-def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
-    position, views, legal, tactics = rank_position(4)  # 2 wins, 5 blocks, 6, 7 and 8 lose
-    values = np.full((4, 9), -np.inf, dtype=np.float32)
-    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
-    np.testing.assert_array_equal(above, np.arange(16))
-    assert len(higher) == 16  # 4 positions x 2 orders x (a random pair, the hardest pair)
-    hi, lo = (higher - position).argmax(1), (lower - position).argmax(1)
-    # per order: 4 random pairs, then 4 whose lower move is 7, the losing move and the non-win valued most
-    assert (lo[4:8] == 7).all() and (lo[12:] == 7).all()
-    assert (hi[4:8] == hi[:4]).all() and (hi[12:] == hi[8:12]).all()
-    assert set(hi.tolist()) <= {2, 5}
-
 
 def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_most():
     position, views, legal, tactics = rank_position(3)  # 2 wins, 5 blocks, 6, 7 and 8 lose
@@ -612,20 +573,6 @@ def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_
     assert sorted(lo) == [7, 7, 7, 7, 8, 8, 8, 8] and len(hi) == 8
     assert cells(5) == cells(9)  # no position has more than 4 lower moves
 
-
-@pytest.mark.parametrize("moves", [0, 2])
-def test_rank_pairs_best_higher_take_the_higher_move_valued_most(moves):
-    position, views, legal, tactics = rank_position(6)  # 2 wins, 5 blocks, 6, 7 and 8 lose
-    values = np.full((6, 9), -np.inf, dtype=np.float32)
-    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves, True)
-    hi = (higher[above] - position).argmax(1)
-    first = len(lower) // 2  # the first order, then the second: as many pairs of each here
-    # non-losing above losing: the block 5 (0.1) over the win 2 (-0.5) every time; the win above a non-win
-    assert (hi[:first] == 5).all() and (hi[first:] == 2).all()
-    # drawn at random, the higher move of the first order is 2 or 5, both drawn
-    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves)
-    assert set((higher[above] - position).argmax(1)[:first].tolist()) == {2, 5}
 
 
 def test_rank_pairs_forced_take_the_first_order_only_from_forced_blocks():
@@ -656,8 +603,8 @@ def test_rank_pairs_moves_wins_false_pair_one_random_non_win():
     assert sorted(lo[:8].tolist()) == [7, 7, 7, 7, 8, 8, 8, 8]  # the losing moves valued most
     np.testing.assert_array_equal(above[8:], np.arange(4, 8))
     assert set(lo[8:].tolist()) <= {5, 6, 7, 8} and ((higher[4:] - position).argmax(1) == 2).all()
-    # values without moves: the hardest pair only when asked (rank_hardest)
-    assert len(rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values, hardest=False)[1]) == 8
+    # values without moves: one random pair per position
+    assert len(rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)[1]) == 8
 
 
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
@@ -666,7 +613,7 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
         batch = t.step()
         assert not (batch.rows == -1).any()  # no rule-labelled afterstates from the random-play games
     assert len(t.label_games) == 8
-    _, pairs = t._random_position_labels()
+    _, pairs = position_labels(t)
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
 
 
@@ -689,7 +636,7 @@ def trainer_at_rank_position(**agent):
 
 def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     t, position, after = trainer_at_rank_position()
-    higher, lower, above = t._random_position_labels()[1]
+    higher, lower, above = position_labels(t)[1]
     assert len(higher) == 8 and len(lower) == 8 * 2  # 4 positions of each order, 2 pairs each
     assert sorted(above.tolist()) == sorted(2 * list(range(8)))
     z = t.net.logit(after).detach()
@@ -700,31 +647,3 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     expected = sorted(4 * top2([6, 7, 8]) + 4 * top2([5, 6, 7, 8]))
     assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected
 
-
-def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
-    t, position, after = trainer_at_rank_position(rank_higher="best")
-    z = t.net(after).detach()
-    higher = t._random_position_labels()[1][0]
-    best = 2 if z[2] > z[5] else 5
-    assert (torch.as_tensor(higher) - position).argmax(1).tolist() == [best] * 4 + [2] * 4
-    with pytest.raises(ValueError, match="rank_higher"):
-        Config(rank_higher="worst")
-
-
-@pytest.mark.parametrize("mode", ["label", "both"])
-def test_rank_losses_label_train_the_losing_moves_toward_minus_one(mode):
-    t, position, after = trainer_at_rank_position(rank_losses=mode)
-    z = t.net(after).detach()
-    labels, (higher, lower, above) = t._random_position_labels()
-    # the two losing moves valued most of each of 4 positions, as labels -1
-    assert labels.targets.tolist() == [-1.0] * 8 and (labels.rows == -1).all()
-    top2 = sorted([6, 7, 8], key=lambda c: -float(z[c]))[:2]
-    assert sorted((torch.as_tensor(labels.obs) - position).argmax(1).tolist()) == sorted(4 * top2)
-    if mode == "label":  # the win order stays a hinge, the first order has none
-        assert len(higher) == 4 and len(lower) == 8 and ((torch.as_tensor(higher) - position).argmax(1) == 2).all()
-        assert (torch.as_tensor(above) < 4).all()
-    else:  # both orders keep their hinges: the same losing moves below the first order's higher moves
-        assert len(higher) == 8 and len(lower) == 16
-        torch.testing.assert_close(torch.as_tensor(lower[:8]), torch.as_tensor(labels.obs))
-    with pytest.raises(ValueError, match="rank_losses"):
-        Config(rank_losses="all")

@@ -38,7 +38,6 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
-``train/opponent``                       training opponent phase: 0 random, 1 frozen, 2 benchmark, 3 self_play
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
 =======================================  =====================================================
 
@@ -72,8 +71,6 @@ from ttt.device import array_device, run_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.players import Player
-
-OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
@@ -436,6 +433,10 @@ class Run:
 
     def config_dict(self) -> dict:
         return OmegaConf.to_container(self.cfg, resolve=True)
+
+    def command(self) -> str:
+        """The command line that started this run (``run_command``), for the learners' final results."""
+        return run_command()
 
     # ------------------------------------------------------------------ logging
     def log(self, tag: str, value: float, step: int) -> None:

@@ -30,7 +30,7 @@ Logged scalars (besides ``eval/``): ``train/epsilon`` (0 under Boltzmann explora
 (Boltzmann only), ``train/episodes_per_sec``, ``train/first_win_rate`` (self-play games since the last log),
 ``train/states`` (table entries, all learners), ``train/table_megabytes``, and
 ``train/opening_value/cell_<c>``: the first-seat table's value of each distinct opening move
-(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre; ``opening_name``
+(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre; ``ttt.games.opening_name``
 names them). ``python -m ttt.plot DIR figure=openings`` draws them over training.
 """
 
@@ -223,19 +223,6 @@ def opening_classes(game: Game, keys: BoardKeys) -> dict[int, int]:
         if key not in out.values():
             out[cell] = key
     return out
-
-
-def opening_name(game: Game, cell: int) -> str:
-    """The kind of cell an opening move takes, by how many of its coordinates lie on the border:
-    all ``corner``, none ``centre``, one of three ``face centre``, else ``edge`` (3x3: cell 0 corner,
-    1 edge, 4 centre). On 4x4 the class of cell 0 also holds the middle cells (see ``opening_classes``)."""
-    coords = [int(x) for x in game.coords[cell]]
-    border = sum(x in (0, game.n - 1) for x in coords)
-    if border == len(coords):
-        return "corner"
-    if border == 0:
-        return "centre"
-    return "face centre" if len(coords) == 3 and border == 1 else "edge"
 
 
 def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner], a: Config, epsilon: float,
