@@ -17,6 +17,7 @@ from ttt.agents.dqn import (
     Rules,
     Trainer,
     afterstate_values,
+    epsilon_at,
     final_targets,
     make_optimizer,
     rank_loss,
@@ -24,6 +25,7 @@ from ttt.agents.dqn import (
     rank_pairs,
     rule_targets,
     td0_targets,
+    training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
 from ttt.evaluate import play_match
@@ -647,3 +649,74 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     expected = sorted(4 * top2([6, 7, 8]) + 4 * top2([5, 6, 7, 8]))
     assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected
 
+
+
+# ---- what each remaining option does
+
+
+def greedy_share(trainer: Trainer, net, learners: bool, plies: int) -> float:
+    """The share of the moves (of the learners, or of their opponents) over ``plies`` plies that are the
+    argmax of ``net``'s afterstate values under the trainer's rules."""
+    greedy = total = 0
+    for _ in range(plies):
+        g = trainer.games
+        mask = trainer.learner_mask() if learners else ~trainer.learner_mask()
+        rows = np.flatnonzero(mask)
+        best = afterstate_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
+        before = g.board.copy()
+        trainer.step()
+        for row, cell in zip(rows, best, strict=True):
+            if g.num_moves[row] == 0:  # the game ended and restarted: its move is gone
+                continue
+            (moved,) = np.flatnonzero(g.board[row] != before[row])
+            greedy += int(moved == cell)
+            total += 1
+    assert total > 20
+    return greedy / total
+
+
+def test_epsilon_schedule_decays_linearly_to_epsilon_final():
+    settings = Config(epsilon=0.5, epsilon_final=0.1, epsilon_decay_episodes=100)
+    assert [epsilon_at(settings, e) for e in (0, 50, 100, 1000)] == pytest.approx([0.5, 0.3, 0.1, 0.1])
+    assert epsilon_at(Config(epsilon=0.5, epsilon_final=0.1), 10**6) == 0.5  # no decay: constant epsilon
+    # the trainer explores at the rate of the schedule: all at random first, greedy once it has decayed
+    t = make_trainer(num_envs=8, epsilon=1.0, epsilon_final=0.0, epsilon_decay_episodes=16, opponent_after="random")
+    assert greedy_share(t, t.net, learners=True, plies=8) < 0.5
+    while t.episodes < 16:
+        t.step()
+    assert greedy_share(t, t.net, learners=True, plies=12) == 1.0
+
+
+@pytest.mark.parametrize("frozen_epsilon", [0.0, 1.0])
+def test_frozen_epsilon_is_the_frozen_opponents_exploration(frozen_epsilon):
+    t = make_trainer(num_envs=8, opponent="frozen", opponent_after="frozen", frozen_epsilon=frozen_epsilon)
+    share = greedy_share(t, t.frozen, learners=False, plies=12)
+    assert share == 1.0 if frozen_epsilon == 0.0 else share < 0.5
+
+
+@pytest.mark.parametrize("exact_wins", [True, False])
+def test_exact_wins_value_a_winning_move_at_its_reward_in_training_moves(exact_wins):
+    t = make_trainer(epsilon=0.0, exact_wins=exact_wins, seats=[1])
+    for cell in (0, 3, 1, 4):  # X holds 0 and 1, O holds 3 and 4: X (the learner) wins at 2
+        t.games.play(np.array([cell]))
+    values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0]
+    assert t.rules.wins is exact_wins and (float(values[2]) == 1.0) is exact_wins
+    if exact_wins:  # the learner takes its win; the network alone values it below 1
+        t.step()
+        assert t.episodes == 1 and t.games.num_moves[0] == 0
+
+
+@pytest.mark.parametrize(("play_forks", "play_threats"), [(False, 0), (True, 2)])
+def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_trainers(
+        compose_train, tmp_path, play_forks, play_threats):
+    from ttt.train import train
+
+    cfg = compose_train(["+experiment=dqn_33", "episodes=8", "eval_every=0", "eval_opponents=[random]",
+                         "agent.final_eval_games=2", "num_envs=4", f"agent.play_forks={play_forks}",
+                         f"agent.play_threats={play_threats}"])
+    train(cfg)
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    assert payload["rules"]["forks"] is play_forks and payload["rules"]["threats"] == play_threats
+    player = load_player(tmp_path / "run" / "checkpoint.pt")
+    assert player.rules == Rules(wins=True, forks=play_forks, gamma=cfg.agent.gamma, threats=play_threats)
+    assert training_rules(Config(play_forks=play_forks, play_threats=play_threats)) == Rules(forks=False, threats=0)
