@@ -74,15 +74,15 @@ def test_device_engine_plays_the_games_of_the_numpy_engine(board, device):
 def test_illegal_action_on_device_raises_and_changes_nothing(device):
     g = make_game("4x4x4_gravity")
     games = BatchedGames(g, 3, device)
-    games.step(torch.tensor([0, 1, 2], device=device))
+    games.play(torch.tensor([0, 1, 2], device=device))
     before = [as_numpy(getattr(games, name)).copy() for name in STATE]
     for bad in ([4, 1, 5], [4, 5, 64], [4, 5, -3], [4, 5, 40]):
         with pytest.raises(IllegalMoveError, match=r"action -?\d+ on 4x4x4_gravity"):
-            games.step(torch.tensor(bad, device=device))
+            games.play(torch.tensor(bad, device=device))
         assert all((as_numpy(getattr(games, n)) == b).all() for n, b in zip(STATE, before, strict=True))
     for wrong in (torch.tensor([4.0, 5.0, 6.0]), torch.tensor([True, False, True]), torch.tensor([4, 5])):
         with pytest.raises(IllegalMoveError):
-            games.step(wrong.to(device))
+            games.play(wrong.to(device))
 
 
 @pytest.mark.parametrize("device", ARRAY_DEVICES)
@@ -107,7 +107,7 @@ def random_positions(board: str, num_games: int = 60, seed: int = 2) -> BatchedG
     while not games.done.all():
         for name, arrays in seen.items():
             arrays.append(getattr(games, name)[~games.done].copy())
-        games.step(random_legal_actions(games.legal_mask(), rng))
+        games.play(random_legal_actions(games.legal_mask(), rng))
     out = BatchedGames(g, sum(len(x) for x in seen["board"]))
     for name, arrays in seen.items():
         getattr(out, name)[:] = np.concatenate(arrays)

@@ -263,7 +263,7 @@ def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path, network):
     rng = np.random.default_rng(3)
     games = BatchedGames(game, 64)
     for _ in range(4):  # random positions a few plies deep
-        games.step(RandomPlayer(game).act_batch(games, rng))
+        games.play(RandomPlayer(game).act_batch(games, rng))
         np.testing.assert_array_equal(player.act_batch(games, rng), loaded.act_batch(games, rng))
     state = game.initial_state().apply(4)
     assert loaded.action_values(state) == pytest.approx(player.action_values(state))

@@ -178,7 +178,7 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
             actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
             target = visit_policy(root, 1.0, game.num_cells) if cfg.policy_target == "visits" else pi
             history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
-        games.step(actions)
+        games.play(actions)
         ply += 1
     return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
 
@@ -235,7 +235,7 @@ def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[floa
 
 # ---------------------------------------------------------------------------- training loop
 def check(cfg, game: Game) -> None:
-    """Refuse settings this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    """Refuse settings this learner cannot use, before any work (``ttt.learners.check_learner``)."""
     agent_settings(cfg.agent, Config)
 
 
