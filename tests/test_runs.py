@@ -126,7 +126,7 @@ def test_checkpoints_come_every_checkpoint_every_episodes_even_without_evaluatio
     # the case that lost 18,700 games: eval_every beyond the run wrote no checkpoint before the end
     saved = []
     cfg = compose_train([*TINY, "eval_every=0", "checkpoint_every=8", "checkpoint_minutes=0", "num_envs=1"])
-    import ttt.agents.dqn as dqn
+    import ttt.agents.dqn.loop as dqn
 
     real = dqn.save_checkpoint
     with pytest.MonkeyPatch.context() as mp:

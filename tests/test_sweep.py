@@ -69,7 +69,7 @@ def test_slurm_launcher_config_sets_partition_gpus_cpus_and_time():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ttt.config import register_configs
+    from ttt.learners import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.agents import agent_module
 from ttt.agents.dqn_runs import train_side_by_side
 from ttt.cli import check_writable_dir, run_cli
-from ttt.config import ConfigError, register_configs
+from ttt.config import ConfigError
+from ttt.learners import register_configs
 from ttt.training import Run, seed_everything
 
 

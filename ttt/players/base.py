@@ -35,6 +35,11 @@ class Player:
         """The player's value of each legal move from the mover's view, if it has one (for hints)."""
         return None
 
+    def greedy_values(self, state: State) -> dict[int, float] | None:
+        """When ``act`` plays a best move of these values with ties broken at random: the values (any
+        best move is one it may play; ``ttt.exploitability`` follows them all). None otherwise (default)."""
+        return None
+
     # ---- optional, for learners that keep learning while they play (``ttt.play learn=true``)
     def learn_from_game(self, states: list[State]) -> bool:
         """Learn from one finished game, given every position from the start to the end.

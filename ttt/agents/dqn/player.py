@@ -79,7 +79,7 @@ class DQNPlayer(BatchPlayer):
 
 
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
-    """The greedy player of a ``dqn`` checkpoint (one saved before ``rules`` existed used exact wins)."""
+    """The greedy player of a ``dqn`` checkpoint (one without ``rules``: exact wins, as its ``exact_wins`` says)."""
     game = make_game(payload["game"])
     net = build_value_net(OmegaConf.create(payload["network"]), game)
     net.load_state_dict(payload["weights"])
