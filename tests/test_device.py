@@ -310,6 +310,7 @@ def test_auto_is_cuda_exactly_when_cuda_is_available():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.cli
 def test_train_with_cuda_but_no_gpu_fails_at_start_with_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ttt.train", "+experiment=dqn_33", "device=cuda",
                            f"run_dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True,

@@ -239,6 +239,7 @@ def test_an_unwritable_output_fails_before_any_work(tmp_path):
         tt.tactics(compose_tactics("player=random", f"output={tmp_path / 'file' / 'x.json'}"))
 
 
+@pytest.mark.cli
 def test_cli_help_and_a_one_line_error():
     py = [sys.executable, "-m", "ttt.tactics"]
     done = subprocess.run([*py, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
