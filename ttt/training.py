@@ -31,7 +31,7 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/score``                (wins + draws / 2) / games
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
-``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
+``eval/tactics/<suite>``                 share of the ``ttt.suites`` suite solved (``win``, ``block``,
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
