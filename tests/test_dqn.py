@@ -720,3 +720,17 @@ def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_train
     player = load_player(tmp_path / "run" / "checkpoint.pt")
     assert player.rules == Rules(wins=True, forks=play_forks, gamma=cfg.agent.gamma, threats=play_threats)
     assert training_rules(Config(play_forks=play_forks, play_threats=play_threats)) == Rules(forks=False, threats=0)
+
+
+def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
+    t = make_trainer(num_envs=4, lr=0.05, opponent="random", opponent_after="benchmark", switch_episode=2,
+                     benchmark_fraction=0.5)
+    for _ in range(12):
+        t.step()
+    state = t.state_dict()
+    state["envs"]["kind"] = state["envs"].pop("opponent")
+    other = make_trainer(num_envs=4, lr=0.05, opponent="random", opponent_after="benchmark", switch_episode=2,
+                         benchmark_fraction=0.5)
+    other.load_state_dict(state)
+    np.testing.assert_array_equal(other.opponent, t.opponent)
+    continue_identically(t, other, 10)
