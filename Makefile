@@ -1,10 +1,10 @@
 # make train: set up .venv and train the structured network on 4x4x4 (+experiment=dqn_444)
-# make test:  set up .venv and run the test suite
+# make test:  set up .venv and run the test suite (make test-cli: the tests of the command line, in subprocesses)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup train test test-all lint perf benchmark
+.PHONY: setup train test test-cli test-all lint perf benchmark
 
 setup: $(VENV)/.installed
 
@@ -27,6 +27,9 @@ train: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+test-cli: setup
+	$(BIN)/python -m pytest -m cli
 
 test-all: setup
 	$(BIN)/python -m pytest -m ""

@@ -15,7 +15,7 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 def compose_train(tmp_path):
     """compose_train(overrides) -> the composed training config with run_dir under tmp_path, on the CPU
     (tests of the device code path pass the device to ``Run`` themselves)."""
-    from ttt.config import register_configs
+    from ttt.learners import register_configs
 
     register_configs()
 

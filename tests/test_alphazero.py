@@ -14,7 +14,6 @@ import torch
 from ttt.agents import load_player
 from ttt.agents.alphazero import (
     AlphaZeroPlayer,
-    PolicyValueNet,
     ReplayBuffer,
     apply_symmetries,
     run_search,
@@ -23,6 +22,7 @@ from ttt.agents.alphazero import (
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
+from ttt.nets.policy_value import PolicyValueNet
 from ttt.players import make_player
 from ttt.players.tree import PUCT, Node, backup, puct_scores
 from ttt.train import train
@@ -199,12 +199,13 @@ def test_alphazero_33_never_loses_to_perfect(compose_train):
 def test_experiments_compose_and_build(compose_train, name, board, kind):
     from omegaconf import OmegaConf
 
-    from ttt.agents.alphazero import Config, build_net
+    from ttt.agents.alphazero import Config
+    from ttt.nets.policy_value import build_policy_value_net
 
     cfg = compose_train([f"+experiment={name}"])
     assert cfg.game.name == board and cfg.agent.name == "alphazero" and cfg.network.kind == kind
     Config(**OmegaConf.to_container(cfg.agent))  # every key is a setting of the learner
-    net = build_net(make_game(board), OmegaConf.to_container(cfg.network))
+    net = build_policy_value_net(make_game(board), OmegaConf.to_container(cfg.network))
     logits, v = net(torch.zeros(2, make_game(board).num_cells))
     assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)
 

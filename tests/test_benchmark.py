@@ -254,6 +254,7 @@ def test_run_cli_turns_expected_errors_into_exit_2(capsys):
     assert err.startswith("error: unknown player 'nosuch'; choose one of ") and err.count("\n") == 1
 
 
+@pytest.mark.cli
 def test_cli_corrupt_checkpoint_is_one_line_without_traceback(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")

@@ -176,7 +176,7 @@ def test_afterstate_values_are_the_network_on_the_board_seen_by_the_mover(board)
     games = BatchedGames(game, 64)
     boards = []
     for _ in range(5):  # afterstates after 5 random plies (a few games may have ended: skipped)
-        games.step(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
+        games.play(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
     boards = games.board[~games.done]
     values = cal.afterstate_values(player, game, boards)
     mover = cal.movers(boards)

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from ttt.agents.td_afterstate import opening_name
 from ttt.curves import Curve, find_runs, group_runs, mean_band, short_labels, t975
-from ttt.games import make_game
+from ttt.games import make_game, opening_name
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -16,13 +16,14 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents import agent_module
-from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer, training_throughput
+from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
 from ttt.games.threats import completing_moves, move_tactics
+from ttt.perf import training_throughput
 from ttt.players import BenchmarkPlayer, RandomPlayer
 from ttt.training import Run
 
@@ -51,11 +52,9 @@ def test_device_engine_plays_the_games_of_the_numpy_engine(board, device):
         legal = host.legal_mask()
         np.testing.assert_array_equal(as_numpy(dev.legal_mask()), legal)
         a = random_legal_actions(legal, rng)
-        if plies % 2:  # both entry points: indices of the games that ended, or the mask without checks
-            np.testing.assert_array_equal(as_numpy(dev.step(torch.from_numpy(a).to(device))), host.step(a))
-        else:
-            ended = host.play(a)
-            np.testing.assert_array_equal(as_numpy(dev.play(torch.from_numpy(a).to(device), check=False)), ended)
+        ended = host.play(a)
+        check = bool(plies % 2)  # with the legality check, and without it
+        np.testing.assert_array_equal(as_numpy(dev.play(torch.from_numpy(a).to(device), check=check)), ended)
         for name in STATE:
             np.testing.assert_array_equal(as_numpy(getattr(dev, name)), getattr(host, name), err_msg=name)
         plies += 1
@@ -73,15 +72,15 @@ def test_device_engine_plays_the_games_of_the_numpy_engine(board, device):
 def test_illegal_action_on_device_raises_and_changes_nothing(device):
     g = make_game("4x4x4_gravity")
     games = BatchedGames(g, 3, device)
-    games.step(torch.tensor([0, 1, 2], device=device))
+    games.play(torch.tensor([0, 1, 2], device=device))
     before = [as_numpy(getattr(games, name)).copy() for name in STATE]
     for bad in ([4, 1, 5], [4, 5, 64], [4, 5, -3], [4, 5, 40]):
         with pytest.raises(IllegalMoveError, match=r"action -?\d+ on 4x4x4_gravity"):
-            games.step(torch.tensor(bad, device=device))
+            games.play(torch.tensor(bad, device=device))
         assert all((as_numpy(getattr(games, n)) == b).all() for n, b in zip(STATE, before, strict=True))
     for wrong in (torch.tensor([4.0, 5.0, 6.0]), torch.tensor([True, False, True]), torch.tensor([4, 5])):
         with pytest.raises(IllegalMoveError):
-            games.step(wrong.to(device))
+            games.play(wrong.to(device))
 
 
 @pytest.mark.parametrize("device", ARRAY_DEVICES)
@@ -106,7 +105,7 @@ def random_positions(board: str, num_games: int = 60, seed: int = 2) -> BatchedG
     while not games.done.all():
         for name, arrays in seen.items():
             arrays.append(getattr(games, name)[~games.done].copy())
-        games.step(random_legal_actions(games.legal_mask(), rng))
+        games.play(random_legal_actions(games.legal_mask(), rng))
     out = BatchedGames(g, sum(len(x) for x in seen["board"]))
     for name, arrays in seen.items():
         getattr(out, name)[:] = np.concatenate(arrays)
@@ -205,7 +204,7 @@ def test_training_on_device_computes_the_td_targets_of_the_cpu_run(board, device
 def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
     # on the CPU the device code path runs the same torch operations: not close, equal
     # every rule and rule label (fork defence on all 64 cells: no random subset, which each generator draws)
-    rules = dict(exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=64,
+    rules = dict(exact_losses=True, rule_labels=True, fork_defence_labels=64,
                  opponent="self_play", opponent_after="self_play")
     expected, _ = scripted_plies("cpu", "4x4x4_gravity", 60, **rules)
     got, _ = scripted_plies(TORCH_CPU, "4x4x4_gravity", 60, **rules)
@@ -214,14 +213,13 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
             np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.parametrize("rank", [{"rank_hardest": True}, {"rank_moves": 4},
-                                  {"rank_moves": 4, "rank_forced": True, "rank_moves_wins": False, "rank_weight": 0.5,
-                                   "rank_higher": "best", "rank_losses": "both"}])
+@pytest.mark.parametrize("rank", [{}, {"rank_moves": 4},
+                                  {"rank_moves": 4, "rank_forced": True, "rank_moves_wins": False, "rank_weight": 0.5}])
 @pytest.mark.parametrize("device", TRAIN_DEVICES)
 def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, rank, tmp_path):
     agent = Config(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,
                    benchmark_fraction=0.5, exact_losses=True, symmetry_augment=True, rule_labels=True,
-                   random_labels=8, search_labels=True, rank_labels=6, first_lr=0.01, **rank)
+                   random_labels=8, rank_labels=6, first_lr=0.01, **rank)
     game = make_game("3x3")
     xp = arrays_for(array_device(device))
 
@@ -232,7 +230,7 @@ def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, rank,
     t = trainer()
     while t.episodes < 40:
         t.step()
-    assert len(t.pool) == 2 and set(as_numpy(t.kind).tolist()) == {1, 2}  # frozen and benchmark games
+    assert len(t.pool) == 2 and set(as_numpy(t.opponent).tolist()) == {1, 2}  # frozen and benchmark games
     assert all(p.device.type == torch.device(array_device(device)).type for p in t.net.parameters())
     t.take_loss()  # the loss sum since the last log is not part of the state
     save_checkpoint(tmp_path / "trainer.pt", {"kind": "dqn", "game": "3x3", "trainer": t.state_dict()})
@@ -310,6 +308,7 @@ def test_auto_is_cuda_exactly_when_cuda_is_available():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.cli
 def test_train_with_cuda_but_no_gpu_fails_at_start_with_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ttt.train", "+experiment=dqn_33", "device=cuda",
                            f"run_dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True,

@@ -17,15 +17,17 @@ from ttt.agents.dqn import (
     Rules,
     Trainer,
     afterstate_values,
+    epsilon_at,
     final_targets,
     make_optimizer,
     rank_loss,
     rank_orders,
     rank_pairs,
-    reply_targets,
     rule_targets,
     td0_targets,
+    training_rules,
 )
+from ttt.agents.dqn.labels import random_position_labels
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -49,6 +51,11 @@ def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Tra
     if seats is not None:
         trainer.agent_seat[:] = seats
     return trainer
+
+
+def position_labels(trainer: Trainer):
+    """The labels and rank pairs of the trainer's random-play games (which then move on one ply)."""
+    return random_position_labels(trainer.label_games, trainer.settings, trainer.net, trainer.rng)
 
 
 def continue_identically(trainer: Trainer, other: Trainer, plies: int) -> None:
@@ -256,7 +263,7 @@ def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path, network):
     rng = np.random.default_rng(3)
     games = BatchedGames(game, 64)
     for _ in range(4):  # random positions a few plies deep
-        games.step(RandomPlayer(game).act_batch(games, rng))
+        games.play(RandomPlayer(game).act_batch(games, rng))
         np.testing.assert_array_equal(player.act_batch(games, rng), loaded.act_batch(games, rng))
     state = game.initial_state().apply(4)
     assert loaded.action_values(state) == pytest.approx(player.action_values(state))
@@ -482,37 +489,6 @@ def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
     continue_identically(t, other, 20)
 
 
-def test_reply_targets_by_hand():
-    game = make_game("3x3")
-    trained = Rules(wins=True, losses=True, gamma=GAMMA)
-    net = make_trainer().net
-    fork = view([0, 2, 8], [3, 6])  # X threatens 1, 4 and 5; O has no win: every O reply loses at once
-    opponent_wins = view([0, 8, 7], [3, 4])  # O completes 3-4-5
-    full = view([0, 8, 7, 2, 3], [4, 1, 6, 5])  # a drawn full board
-    targets = reply_targets(net, np.stack([fork, opponent_wins, full]), game, GAMMA, trained)
-    np.testing.assert_allclose(targets, [GAMMA, -1.0, 0.0], rtol=1e-6)
-
-    # a network worth c everywhere: the opponent's best reply is worth c to it
-    constant = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [], "bias": True}), game)
-    quiet = view([4], [0, 8])[None]  # nobody can win at once
-    for c, expected in ((0.5, -0.5), (-0.5, GAMMA * 0.5)):
-        with torch.no_grad():
-            for p in constant.parameters():
-                p.zero_()
-            constant.rest[0].bias.fill_(float(np.arctanh(c)))
-        np.testing.assert_allclose(reply_targets(constant, quiet, game, GAMMA, NO_RULES), [expected], rtol=1e-5)
-
-
-def test_search_labels_add_searched_afterstates_to_the_random_position_labels():
-    t = make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=8, search_labels=True)
-    searched = []
-    for _ in range(12):
-        batch = t.step()
-        extra = batch.targets[batch.rows == -1]
-        assert len(extra) <= 8
-        searched += [v for v in extra if not np.isclose(v, [1.0, -1.0, GAMMA]).any()]
-    assert searched  # afterstates the rules do not value, with the targets of the reply search
-    assert all(-1.0 <= v <= 1.0 for v in searched)
 
 
 def test_first_layer_learning_rate():
@@ -577,19 +553,6 @@ def test_rank_loss_is_a_hinge_on_logits_and_teaches_the_order():
     assert (net.logit(higher) - net.logit(lower) > 0.9).all()  # the margin, nearly
 
 
-def test_rank_pairs_given_values_add_the_lower_move_the_network_prefers():
-    position, views, legal, tactics = rank_position(4)  # 2 wins, 5 blocks, 6, 7 and 8 lose
-    values = np.full((4, 9), -np.inf, dtype=np.float32)
-    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower, above = rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)
-    np.testing.assert_array_equal(above, np.arange(16))
-    assert len(higher) == 16  # 4 positions x 2 orders x (a random pair, the hardest pair)
-    hi, lo = (higher - position).argmax(1), (lower - position).argmax(1)
-    # per order: 4 random pairs, then 4 whose lower move is 7, the losing move and the non-win valued most
-    assert (lo[4:8] == 7).all() and (lo[12:] == 7).all()
-    assert (hi[4:8] == hi[:4]).all() and (hi[12:] == hi[8:12]).all()
-    assert set(hi.tolist()) <= {2, 5}
-
 
 def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_most():
     position, views, legal, tactics = rank_position(3)  # 2 wins, 5 blocks, 6, 7 and 8 lose
@@ -612,20 +575,6 @@ def test_rank_pairs_with_moves_pair_the_higher_move_with_the_lower_moves_valued_
     assert sorted(lo) == [7, 7, 7, 7, 8, 8, 8, 8] and len(hi) == 8
     assert cells(5) == cells(9)  # no position has more than 4 lower moves
 
-
-@pytest.mark.parametrize("moves", [0, 2])
-def test_rank_pairs_best_higher_take_the_higher_move_valued_most(moves):
-    position, views, legal, tactics = rank_position(6)  # 2 wins, 5 blocks, 6, 7 and 8 lose
-    values = np.full((6, 9), -np.inf, dtype=np.float32)
-    values[:, [2, 5, 6, 7, 8]] = [-0.5, 0.1, 0.2, 0.9, 0.3]
-    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves, True)
-    hi = (higher[above] - position).argmax(1)
-    first = len(lower) // 2  # the first order, then the second: as many pairs of each here
-    # non-losing above losing: the block 5 (0.1) over the win 2 (-0.5) every time; the win above a non-win
-    assert (hi[:first] == 5).all() and (hi[first:] == 2).all()
-    # drawn at random, the higher move of the first order is 2 or 5, both drawn
-    higher, lower, above = rank_pairs(views, legal, tactics, 12, np.random.default_rng(0), values, moves)
-    assert set((higher[above] - position).argmax(1)[:first].tolist()) == {2, 5}
 
 
 def test_rank_pairs_forced_take_the_first_order_only_from_forced_blocks():
@@ -656,8 +605,8 @@ def test_rank_pairs_moves_wins_false_pair_one_random_non_win():
     assert sorted(lo[:8].tolist()) == [7, 7, 7, 7, 8, 8, 8, 8]  # the losing moves valued most
     np.testing.assert_array_equal(above[8:], np.arange(4, 8))
     assert set(lo[8:].tolist()) <= {5, 6, 7, 8} and ((higher[4:] - position).argmax(1) == 2).all()
-    # values without moves: the hardest pair only when asked (rank_hardest)
-    assert len(rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values, hardest=False)[1]) == 8
+    # values without moves: one random pair per position
+    assert len(rank_pairs(views, legal, tactics, 8, np.random.default_rng(0), values)[1]) == 8
 
 
 def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
@@ -666,7 +615,7 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
         batch = t.step()
         assert not (batch.rows == -1).any()  # no rule-labelled afterstates from the random-play games
     assert len(t.label_games) == 8
-    _, pairs = t._random_position_labels()
+    _, pairs = position_labels(t)
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
 
 
@@ -689,7 +638,7 @@ def trainer_at_rank_position(**agent):
 
 def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     t, position, after = trainer_at_rank_position()
-    higher, lower, above = t._random_position_labels()[1]
+    higher, lower, above = position_labels(t)[1]
     assert len(higher) == 8 and len(lower) == 8 * 2  # 4 positions of each order, 2 pairs each
     assert sorted(above.tolist()) == sorted(2 * list(range(8)))
     z = t.net.logit(after).detach()
@@ -701,30 +650,87 @@ def test_rank_moves_in_the_trainer_pair_each_position_with_its_k_lower_moves():
     assert sorted((torch.as_tensor(lower) - position).argmax(1).tolist()) == expected
 
 
-def test_rank_higher_best_in_the_trainer_lifts_the_higher_move_valued_most():
-    t, position, after = trainer_at_rank_position(rank_higher="best")
-    z = t.net(after).detach()
-    higher = t._random_position_labels()[1][0]
-    best = 2 if z[2] > z[5] else 5
-    assert (torch.as_tensor(higher) - position).argmax(1).tolist() == [best] * 4 + [2] * 4
-    with pytest.raises(ValueError, match="rank_higher"):
-        Config(rank_higher="worst")
+
+# ---- what each remaining option does
 
 
-@pytest.mark.parametrize("mode", ["label", "both"])
-def test_rank_losses_label_train_the_losing_moves_toward_minus_one(mode):
-    t, position, after = trainer_at_rank_position(rank_losses=mode)
-    z = t.net(after).detach()
-    labels, (higher, lower, above) = t._random_position_labels()
-    # the two losing moves valued most of each of 4 positions, as labels -1
-    assert labels.targets.tolist() == [-1.0] * 8 and (labels.rows == -1).all()
-    top2 = sorted([6, 7, 8], key=lambda c: -float(z[c]))[:2]
-    assert sorted((torch.as_tensor(labels.obs) - position).argmax(1).tolist()) == sorted(4 * top2)
-    if mode == "label":  # the win order stays a hinge, the first order has none
-        assert len(higher) == 4 and len(lower) == 8 and ((torch.as_tensor(higher) - position).argmax(1) == 2).all()
-        assert (torch.as_tensor(above) < 4).all()
-    else:  # both orders keep their hinges: the same losing moves below the first order's higher moves
-        assert len(higher) == 8 and len(lower) == 16
-        torch.testing.assert_close(torch.as_tensor(lower[:8]), torch.as_tensor(labels.obs))
-    with pytest.raises(ValueError, match="rank_losses"):
-        Config(rank_losses="all")
+def greedy_share(trainer: Trainer, net, learners: bool, plies: int) -> float:
+    """The share of the moves (of the learners, or of their opponents) over ``plies`` plies that are the
+    argmax of ``net``'s afterstate values under the trainer's rules."""
+    greedy = total = 0
+    for _ in range(plies):
+        g = trainer.games
+        mask = trainer.learner_mask() if learners else ~trainer.learner_mask()
+        rows = np.flatnonzero(mask)
+        best = afterstate_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
+        before = g.board.copy()
+        trainer.step()
+        for row, cell in zip(rows, best, strict=True):
+            if g.num_moves[row] == 0:  # the game ended and restarted: its move is gone
+                continue
+            (moved,) = np.flatnonzero(g.board[row] != before[row])
+            greedy += int(moved == cell)
+            total += 1
+    assert total > 20
+    return greedy / total
+
+
+def test_epsilon_schedule_decays_linearly_to_epsilon_final():
+    settings = Config(epsilon=0.5, epsilon_final=0.1, epsilon_decay_episodes=100)
+    assert [epsilon_at(settings, e) for e in (0, 50, 100, 1000)] == pytest.approx([0.5, 0.3, 0.1, 0.1])
+    assert epsilon_at(Config(epsilon=0.5, epsilon_final=0.1), 10**6) == 0.5  # no decay: constant epsilon
+    # the trainer explores at the rate of the schedule: all at random first, greedy once it has decayed
+    t = make_trainer(num_envs=8, epsilon=1.0, epsilon_final=0.0, epsilon_decay_episodes=16, opponent_after="random")
+    assert greedy_share(t, t.net, learners=True, plies=8) < 0.5
+    while t.episodes < 16:
+        t.step()
+    assert greedy_share(t, t.net, learners=True, plies=12) == 1.0
+
+
+@pytest.mark.parametrize("frozen_epsilon", [0.0, 1.0])
+def test_frozen_epsilon_is_the_frozen_opponents_exploration(frozen_epsilon):
+    t = make_trainer(num_envs=8, opponent="frozen", opponent_after="frozen", frozen_epsilon=frozen_epsilon)
+    share = greedy_share(t, t.frozen, learners=False, plies=12)
+    assert share == 1.0 if frozen_epsilon == 0.0 else share < 0.5
+
+
+@pytest.mark.parametrize("exact_wins", [True, False])
+def test_exact_wins_value_a_winning_move_at_its_reward_in_training_moves(exact_wins):
+    t = make_trainer(epsilon=0.0, exact_wins=exact_wins, seats=[1])
+    for cell in (0, 3, 1, 4):  # X holds 0 and 1, O holds 3 and 4: X (the learner) wins at 2
+        t.games.play(np.array([cell]))
+    values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0]
+    assert t.rules.wins is exact_wins and (float(values[2]) == 1.0) is exact_wins
+    if exact_wins:  # the learner takes its win; the network alone values it below 1
+        t.step()
+        assert t.episodes == 1 and t.games.num_moves[0] == 0
+
+
+@pytest.mark.parametrize(("play_forks", "play_threats"), [(False, 0), (True, 2)])
+def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_trainers(
+        compose_train, tmp_path, play_forks, play_threats):
+    from ttt.train import train
+
+    cfg = compose_train(["+experiment=dqn_33", "episodes=8", "eval_every=0", "eval_opponents=[random]",
+                         "agent.final_eval_games=2", "num_envs=4", f"agent.play_forks={play_forks}",
+                         f"agent.play_threats={play_threats}"])
+    train(cfg)
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    assert payload["rules"]["forks"] is play_forks and payload["rules"]["threats"] == play_threats
+    player = load_player(tmp_path / "run" / "checkpoint.pt")
+    assert player.rules == Rules(wins=True, forks=play_forks, gamma=cfg.agent.gamma, threats=play_threats)
+    assert training_rules(Config(play_forks=play_forks, play_threats=play_threats)) == Rules(forks=False, threats=0)
+
+
+def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
+    t = make_trainer(num_envs=4, lr=0.05, opponent="random", opponent_after="benchmark", switch_episode=2,
+                     benchmark_fraction=0.5)
+    for _ in range(12):
+        t.step()
+    state = t.state_dict()
+    state["envs"]["kind"] = state["envs"].pop("opponent")
+    other = make_trainer(num_envs=4, lr=0.05, opponent="random", opponent_after="benchmark", switch_episode=2,
+                         benchmark_fraction=0.5)
+    other.load_state_dict(state)
+    np.testing.assert_array_equal(other.opponent, t.opponent)
+    continue_identically(t, other, 10)

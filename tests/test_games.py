@@ -155,29 +155,29 @@ def test_illegal_moves_gravity_and_game_over():
 def test_illegal_action_on_batch_raises_and_changes_nothing(board):
     g = make_game(board)
     games = BatchedGames(g, 3)
-    games.step(np.array([0, 1, 2]))
+    games.play(np.array([0, 1, 2]))
     before = [a.copy() for a in (games.board, games.to_play, games.done, games.winner, games.num_moves)]
     bad_actions = [np.array([4, 1, 5]), np.array([4, 5, g.num_cells]), np.array([4, 5, -3])]
     if g.gravity:
         bad_actions.append(np.array([4, 5, 40]))  # nothing below it yet
     for actions in bad_actions:
         with pytest.raises(IllegalMoveError, match=rf"action -?\d+ on {board}"):
-            games.step(actions)
+            games.play(actions)
         after = (games.board, games.to_play, games.done, games.winner, games.num_moves)
         assert all((x == y).all() for x, y in zip(before, after, strict=True))
     for wrong in (np.array([4.0, 5.0, 6.0]), np.array([True, False, True]), np.array([4, 5])):
         with pytest.raises(IllegalMoveError):
-            games.step(wrong)
+            games.play(wrong)
 
 
 def test_finished_games_ignore_their_action():
     g = make_game("3x3")
     games = BatchedGames(g, 2)
     for a in (0, 3, 1, 4):
-        games.step(np.array([a, a]))
-    ended = games.step(np.array([2, 8]))  # game 0 completes the top row, game 1 does not
+        games.play(np.array([a, a]))
+    ended = np.flatnonzero(games.play(np.array([2, 8])))  # game 0 completes the top row, game 1 does not
     assert ended.tolist() == [0] and games.winner.tolist() == [1, 0]
-    games.step(np.array([-1, 2]))  # game 0 is over: its entry is ignored
+    games.play(np.array([-1, 2]))  # game 0 is over: its entry is ignored
     assert games.board[0].tolist() == [1, 1, 1, -1, -1, 0, 0, 0, 0]
 
 
@@ -203,7 +203,7 @@ def play_batched(board: str, num_games: int, seed: int):
         a = random_legal_actions(legal, rng)
         masks.append(legal)
         actions.append(a)
-        games.step(a)
+        games.play(a)
     return np.array(actions), np.array(masks), games
 
 
@@ -231,7 +231,7 @@ def test_batched_and_state_agree_beyond_64_cells():
     states = [g.initial_state()] * 300
     while not games.done.all():
         a = random_legal_actions(games.legal_mask(), rng)
-        games.step(a)
+        games.play(a)
         states = [s if s.is_terminal() else s.apply(int(x)) for s, x in zip(states, a, strict=True)]
     assert [games.state(i) for i in range(300)] == states
     assert games.winner.tolist() == [s.winner() for s in states]
@@ -278,7 +278,7 @@ def test_reset_and_set_state_round_trip():
 def test_observation_and_afterstates_from_the_movers_view():
     g = make_game("3x3")
     games = BatchedGames(g, 1)
-    games.step(np.array([4]))  # X in the centre; O to move
+    games.play(np.array([4]))  # X in the centre; O to move
     assert games.observation()[0].tolist() == [0, 0, 0, 0, -1, 0, 0, 0, 0]
     obs, legal = games.afterstates()
     assert legal[0].sum() == 8 and obs[0, 0].tolist() == [1, 0, 0, 0, -1, 0, 0, 0, 0]
@@ -300,7 +300,7 @@ def test_property_random_sequences(board, seed, plies):
         old_board, old_moves = s.board, s.num_moves
         t = s.apply(a)
         assert s.board == old_board and s.num_moves == old_moves  # apply leaves the old state unchanged
-        games.step(np.array([a]))
+        games.play(np.array([a]))
         s = t
         assert games.state(0).board == s.board and games.winner[0] == s.winner()
         assert bool(games.done[0]) == s.is_terminal()

@@ -152,6 +152,7 @@ def test_learn_needs_a_learner(capsys):
     assert err == "error: random does not learn from games; learn=true needs a learning agent's checkpoint\n"
 
 
+@pytest.mark.cli
 def test_stdin_subprocess(tmp_path):
     lines = "1\nx\n16\n0,0\nhint\nquit\n"
     p = subprocess.run([sys.executable, "-m", "ttt.play", "player=random", "game=4x4x4_gravity"], input=lines,

@@ -66,6 +66,7 @@ def test_overwrite_starts_over(compose_train, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------- 2. one run per folder
+@pytest.mark.cli
 def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_replaced(compose_train, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -87,6 +88,7 @@ def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_replaced(compose_tr
 
 # ------------------------------------------------------------ 3. Ctrl-C saves; checkpoints whatever eval_every is
 # one interpreter start, a few seconds of Qubic training, one in-process resume: ~10 s on an idle 2-core machine
+@pytest.mark.cli
 def test_sigint_saves_a_checkpoint_prints_how_to_resume_and_resume_finishes(compose_train, tmp_path):
     run = tmp_path / "qubic"
     args = ["game=4x4x4", "num_envs=16", "episodes=1000000", "eval_every=2000000", "eval_games=2",
@@ -126,7 +128,7 @@ def test_checkpoints_come_every_checkpoint_every_episodes_even_without_evaluatio
     # the case that lost 18,700 games: eval_every beyond the run wrote no checkpoint before the end
     saved = []
     cfg = compose_train([*TINY, "eval_every=0", "checkpoint_every=8", "checkpoint_minutes=0", "num_envs=1"])
-    import ttt.agents.dqn as dqn
+    import ttt.agents.dqn.loop as dqn
 
     real = dqn.save_checkpoint
     with pytest.MonkeyPatch.context() as mp:
@@ -305,6 +307,7 @@ def test_first_and_last_lines_name_the_outputs_and_train_log_holds_the_progress(
     pytest.param("eval_opponents=[gandalf]", "eval_opponents: unknown player 'gandalf'", marks=pytest.mark.slow),
     ("run_dir=FILE", "is a file, not a folder"),  # checked before Hydra creates the folder
 ])
+@pytest.mark.cli
 def test_bar_commands_fail_within_seconds_with_one_line(tmp_path, override, message):
     (tmp_path / "FILE").write_text("")
     run_dir = f"run_dir={tmp_path / 'run'}" if override != "run_dir=FILE" else ""
@@ -320,6 +323,7 @@ def test_bar_commands_fail_within_seconds_with_one_line(tmp_path, override, mess
 
 # -------------------------------------------------------------------------------- resuming a sweep
 # two interpreter starts and four tiny runs: ~10 s on an idle 2-core machine
+@pytest.mark.cli
 def test_a_sweep_run_again_with_resume_skips_finished_jobs_and_continues_the_others(compose_train, tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", "+experiment=dqn_33", "seed=0,1", "episodes=40", "eval_every=0", "eval_games=2",

@@ -300,6 +300,7 @@ def test_bad_settings_are_refused_before_serving(override, text):
         serve(compose_serve(override))
 
 
+@pytest.mark.cli
 def test_the_command_answers_help_and_refuses_a_bad_port_in_one_line():
     p = run_serve("--help")
     assert p.returncode == 0 and "host=127.0.0.1" in p.stdout and "checkpoints=DIR" in p.stdout
@@ -307,6 +308,7 @@ def test_the_command_answers_help_and_refuses_a_bad_port_in_one_line():
     assert p.returncode == 2 and p.stderr == "error: port must be in 0..65535, got 70000\n", p.stderr
 
 
+@pytest.mark.cli
 def test_the_command_serves_the_page_and_logs_request_times():
     import httpx2 as httpx
 

@@ -31,6 +31,7 @@ def joblib_sweep(tmp_path_factory):
     return sweep, out, proc.pid
 
 
+@pytest.mark.cli
 def test_joblib_multirun_runs_each_job_in_a_worker_process(joblib_sweep):
     sweep, out, launcher_pid = joblib_sweep
     assert "Joblib.Parallel(n_jobs=2" in out
@@ -42,6 +43,7 @@ def test_joblib_multirun_runs_each_job_in_a_worker_process(joblib_sweep):
     assert len(pids) >= 1 and launcher_pid not in pids
 
 
+@pytest.mark.cli
 def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path):
     from ttt.curves import find_runs, group_runs
 
@@ -69,7 +71,7 @@ def test_slurm_launcher_config_sets_partition_gpus_cpus_and_time():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ttt.config import register_configs
+    from ttt.learners import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

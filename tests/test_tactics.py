@@ -1,4 +1,4 @@
-"""ttt.tactics: the shipped suites (counts, definitions, search verification, regeneration) and measuring."""
+"""ttt.suites and ttt.tactics: the shipped suites (counts, definitions, verification, regeneration), measuring."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
+import ttt.suites as ts
 import ttt.tactics as tt
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import completing_moves, playable
@@ -53,8 +54,8 @@ class ScriptedPlayer(BatchPlayer):
 @pytest.mark.parametrize("board", BOARDS)
 def test_shipped_suites_have_their_sizes_and_definitions(board):
     game = make_game(board)
-    suites = tt.load_suites(board)
-    assert {s: len(x) for s, x in suites.items()} == tt.SIZES
+    suites = ts.load_suites(board)
+    assert {s: len(x) for s, x in suites.items()} == ts.SIZES
     assert len(suites["win"]) >= 500 and len(suites["block"]) >= 500 and len(suites["block_fork"]) >= 200
     keys = []
     for s, x in suites.items():
@@ -81,32 +82,32 @@ def test_shipped_suites_have_their_sizes_and_definitions(board):
 @pytest.mark.parametrize("board", BOARDS)
 def test_a_sample_of_the_shipped_positions_reverifies_by_search(board):
     game = make_game(board)
-    for s, suite in tt.load_suites(board).items():
+    for s, suite in ts.load_suites(board).items():
         sample = [0] if s == "block_fork" else [0, len(suite) - 1]
-        assert tt.verify_suite(game, suite, sample) == [], s
+        assert ts.verify_suite(game, suite, sample) == [], s
 
 
 def test_search_disagrees_with_a_wrong_solution():
     game = make_game("4x4x4")
-    suite = tt.load_suites("4x4x4")["block"]
-    wrong = tt.Suite("block", suite.boards[:1], np.roll(suite.solutions[:1], 1, axis=1), suite.origin[:1])
-    assert tt.verify_suite(game, wrong) == [0]
+    suite = ts.load_suites("4x4x4")["block"]
+    wrong = ts.Suite("block", suite.boards[:1], np.roll(suite.solutions[:1], 1, axis=1), suite.origin[:1])
+    assert ts.verify_suite(game, wrong) == [0]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS)
 def test_every_shipped_position_reverifies_by_search(board):
     game = make_game(board)
-    for suite in tt.load_suites(board).values():
-        assert tt.verify_suite(game, suite) == []
+    for suite in ts.load_suites(board).values():
+        assert ts.verify_suite(game, suite) == []
 
 
 @pytest.mark.parametrize("board", BOARDS)
 def test_generation_gives_a_prefix_of_the_shipped_suites(board):
     game = make_game(board)
-    small = tt.generate_suites(game, sizes={s: 3 for s in tt.SUITES}, verify=False)
-    shipped = tt.load_suites(board)
-    for s in tt.SUITES:
+    small = ts.generate_suites(game, sizes={s: 3 for s in ts.SUITES}, verify=False)
+    shipped = ts.load_suites(board)
+    for s in ts.SUITES:
         assert np.array_equal(small[s].boards, shipped[s].boards[:3]), s
         assert np.array_equal(small[s].solutions, shipped[s].solutions[:3]), s
         assert np.array_equal(small[s].origin, shipped[s].origin[:3]), s
@@ -114,34 +115,34 @@ def test_generation_gives_a_prefix_of_the_shipped_suites(board):
 
 def test_saved_suites_read_back_and_the_bytes_depend_only_on_the_arrays(tmp_path):
     game = make_game("4x4x4_gravity")
-    suites = {s: tt.Suite(s, x.boards[:5], x.solutions[:5], x.origin[:5])
-              for s, x in tt.load_suites(game.name).items()}
-    tt.save_suites(tmp_path / "a.npz", game, suites)
-    tt.save_suites(tmp_path / "b.npz", game, suites)
+    suites = {s: ts.Suite(s, x.boards[:5], x.solutions[:5], x.origin[:5])
+              for s, x in ts.load_suites(game.name).items()}
+    ts.save_suites(tmp_path / "a.npz", game, suites)
+    ts.save_suites(tmp_path / "b.npz", game, suites)
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
-    back = tt.read_suites(tmp_path / "a.npz", game)
-    assert all(np.array_equal(back[s].solutions, suites[s].solutions) for s in tt.SUITES)
+    back = ts.read_suites(tmp_path / "a.npz", game)
+    assert all(np.array_equal(back[s].solutions, suites[s].solutions) for s in ts.SUITES)
     with pytest.raises(ValueError, match="expected '4x4x4'"):
-        tt.read_suites(tmp_path / "a.npz", make_game("4x4x4"))
+        ts.read_suites(tmp_path / "a.npz", make_game("4x4x4"))
 
 
 @pytest.mark.slow
 def test_generate_rewrites_the_shipped_files_bit_for_bit(tmp_path):
     for board in BOARDS:
         tt.tactics(compose_tactics("generate=true", f"game={board}", f"output={tmp_path / board}.npz"))
-        assert (tmp_path / f"{board}.npz").read_bytes() == tt.suite_path(board).read_bytes()
+        assert (tmp_path / f"{board}.npz").read_bytes() == ts.suite_path(board).read_bytes()
 
 
 # ---------------------------------------------------------------------------------------- measuring
 def test_scoring_counts_a_move_as_solved_exactly_when_it_is_a_solution():
     game = make_game("4x4x4")
-    suites = tt.load_suites(game.name)
-    sol = np.concatenate([suites[s].solutions for s in tt.SUITES])
+    suites = ts.load_suites(game.name)
+    sol = np.concatenate([suites[s].solutions for s in ts.SUITES])
     right = ScriptedPlayer(game, sol.argmax(1))
-    wrong = ScriptedPlayer(game, (~sol & playable(np.concatenate([suites[s].boards for s in tt.SUITES]),
+    wrong = ScriptedPlayer(game, (~sol & playable(np.concatenate([suites[s].boards for s in ts.SUITES]),
                                                      game)).argmax(1))
-    assert all(hit.all() for hit in tt.solved(right, game, suites).values())
-    assert not any(hit.any() for hit in tt.solved(wrong, game, suites).values())
+    assert all(hit.all() for hit in ts.solved(right, game, suites).values())
+    assert not any(hit.any() for hit in ts.solved(wrong, game, suites).values())
 
 
 @pytest.mark.parametrize("board", BOARDS)
@@ -154,7 +155,7 @@ def test_the_benchmark_player_solves_every_win_and_block(board):
 
 def test_depth_3_search_solves_every_fork():
     game = make_game("4x4x4")
-    suite = tt.load_suites(game.name)["fork"]
+    suite = ts.load_suites(game.name)["fork"]
     player = make_player("alphabeta", game, depth=3)
     moves = [player.act(game.state_from_board(b), np.random.default_rng(0)) for b in suite.boards[:5]]
     assert suite.solutions[np.arange(5), moves].all()
@@ -176,15 +177,15 @@ def test_rules_false_switches_the_rules_off_on_a_copy():
     from ttt.agents.dqn import Rules
 
     player = value_player(game, Rules(wins=True, losses=True))
-    bare = tt.without_rules(player)
-    assert tt.rule_flags(bare) == {"wins": False, "losses": False, "forks": False, "threats": 0}
+    bare = ts.without_rules(player)
+    assert ts.rule_flags(bare) == {"wins": False, "losses": False, "forks": False, "threats": 0}
     # the original is unchanged
-    assert tt.rule_flags(player) == {"wins": True, "losses": True, "forks": False, "threats": 0}
+    assert ts.rule_flags(player) == {"wins": True, "losses": True, "forks": False, "threats": 0}
     assert bare.net is player.net
-    with_rules = tt.suite_results(player, game)["win"]["rate"]
-    alone = tt.suite_results(bare, game)["win"]["rate"]
+    with_rules = ts.suite_results(player, game)["win"]["rate"]
+    alone = ts.suite_results(bare, game)["win"]["rate"]
     assert with_rules == 1.0 and alone < 0.5  # an untrained network does not find wins by itself
-    assert tt.tactics_rates(player, game)["win"] == alone  # the training curves see the network alone
+    assert ts.tactics_rates(player, game)["win"] == alone  # the training curves see the network alone
 
 
 def test_rules_false_on_the_shipped_checkpoint():
@@ -194,7 +195,7 @@ def test_rules_false_on_the_shipped_checkpoint():
 
 
 def test_tactics_rates_is_empty_on_boards_without_suites():
-    assert tt.tactics_rates(make_player("random", make_game("3x3")), make_game("3x3")) == {}
+    assert ts.tactics_rates(make_player("random", make_game("3x3")), make_game("3x3")) == {}
 
 
 def test_json_output_and_rules_on_a_player_without_rules(tmp_path, capsys):
@@ -202,18 +203,18 @@ def test_json_output_and_rules_on_a_player_without_rules(tmp_path, capsys):
     result = tt.tactics(compose_tactics("player=random", "rules=false", f"output={out}"))
     assert json.loads(out.read_text()) == result
     assert result["game"] == "4x4x4" and result["rules"] is False and result["rules_apply"] is False
-    assert set(result["suites"]) == set(tt.SUITES)
+    assert set(result["suites"]) == set(ts.SUITES)
     for s, r in result["suites"].items():
-        assert r["positions"] == tt.SIZES[s] and r["rate"] == r["solved"] / r["positions"]
+        assert r["positions"] == ts.SIZES[s] and r["rate"] == r["solved"] / r["positions"]
     assert "no effect" in capsys.readouterr().out
 
 
 def test_a_batch_of_suite_positions_plays_like_the_single_states():
     game = make_game("4x4x4_gravity")
-    suites = {s: tt.Suite(s, x.boards[:4], x.solutions[:4], x.origin[:4])
-              for s, x in tt.load_suites(game.name).items()}
+    suites = {s: ts.Suite(s, x.boards[:4], x.solutions[:4], x.origin[:4])
+              for s, x in ts.load_suites(game.name).items()}
     player = value_player(game).without_rules()
-    hits = tt.solved(player, game, suites)
+    hits = ts.solved(player, game, suites)
     for s, x in suites.items():
         games = BatchedGames.from_states([game.state_from_board(b) for b in x.boards])
         moves = player.act_batch(games, np.random.default_rng(0))
@@ -238,6 +239,7 @@ def test_an_unwritable_output_fails_before_any_work(tmp_path):
         tt.tactics(compose_tactics("player=random", f"output={tmp_path / 'file' / 'x.json'}"))
 
 
+@pytest.mark.cli
 def test_cli_help_and_a_one_line_error():
     py = [sys.executable, "-m", "ttt.tactics"]
     done = subprocess.run([*py, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -263,7 +265,7 @@ def test_training_evaluation_logs_tactics_rates_and_spec_opponents(compose_train
         acc.Reload()
         tags = set(acc.Tags()["scalars"])
         assert "eval/alphabeta:1/score" in tags
-        assert ({f"eval/tactics/{s}" for s in tt.SUITES} <= tags) == on
+        assert ({f"eval/tactics/{s}" for s in ts.SUITES} <= tags) == on
         if on:
             [event] = acc.Scalars("eval/tactics/block")
             assert (event.step, event.value) == (7, 1.0)

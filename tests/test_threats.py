@@ -20,7 +20,7 @@ def random_positions(game, n, seed):
         players.append(g.to_play[take].copy())
         if g.done.all():
             break
-        g.step(random_legal_actions(g.legal_mask(), rng))
+        g.play(random_legal_actions(g.legal_mask(), rng))
     return np.concatenate(boards), np.concatenate(players)
 
 

@@ -108,6 +108,7 @@ def _command(*args: str) -> list[str]:
 
 
 # two interpreter starts and a training run: ~8 s on an idle 2-core machine
+@pytest.mark.cli
 def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_checkpoint(compose_train, tmp_path):
     run = tmp_path / "killed"
     args = ["+experiment=dqn_33", "episodes=4000", "eval_every=200", "eval_games=4", "agent.final_eval_games=4",
@@ -137,6 +138,7 @@ def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_chec
 
 
 # one interpreter start and four tiny runs: ~5 s on an idle 2-core machine
+@pytest.mark.cli
 def test_hydra_multirun_puts_each_run_in_its_own_directory(tmp_path):
     sweep = tmp_path / "sweep"
     done = subprocess.run(
@@ -153,6 +155,7 @@ def test_hydra_multirun_puts_each_run_in_its_own_directory(tmp_path):
     assert all((p.parent / "checkpoint.pt").exists() for p in finals)
 
 
+@pytest.mark.cli
 def test_multirun_with_run_dir_is_refused(tmp_path):
     done = subprocess.run(
         _command("-m", "+experiment=dqn_33", "seed=0,1", "episodes=4", f"run_dir={tmp_path / 'one'}",

@@ -64,7 +64,7 @@ from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
 from ttt.config import GameConfig
-from ttt.games import BatchedGames, Game, random_legal_actions
+from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents
@@ -251,7 +251,7 @@ def self_play(player: Player, games: BatchedGames, rng: np.random.Generator) -> 
     """Play ``games`` to their ends, ``player`` moving in every game; returns the boards after each ply."""
     history = []
     while not games.done.all():
-        games.step(player.act_batch(games, rng))
+        games.play(player.act_batch(games, rng))
         history.append(games.board.copy())
     return history
 
@@ -314,7 +314,6 @@ def cell_orbits(game: Game) -> list[list[int]]:
 def opening_values(player: Player, game: Game) -> dict[str, Any]:
     """The value of each first move, grouped by orbit (``cell_orbits``; gravity: the legal ones), with
     the exact outcome of each class where the board has exact values."""
-    from ttt.agents.td_afterstate import opening_name
 
     games = BatchedGames(game, 1)
     values = move_values(player, games, np.array([0]))[0]

@@ -4,8 +4,9 @@ a training config's values.
 ``configs/train.yaml`` is validated against ``TrainConfig``; each ``configs/agent/<name>.yaml``
 extends the ``Config`` dataclass of its learner module (registered as ``agent/<name>_schema``).
 A misspelt key or a wrong type fails at composition. What types cannot rule out (ranges, names,
-a key added with ``+key=...``, a learner that does not fit the board) ``check_train_config``
-refuses before any work starts, with a ``ConfigError`` of one line naming the key.
+a key added with ``+key=...``) ``check_train_config`` refuses before any work starts, with a
+``ConfigError`` of one line naming the key; the learner's own settings and its fit with the board
+are checked by the harness (``ttt.learners.check_learner``), which knows the learners.
 
 Every learner turns its ``agent`` section (or the settings stored in its checkpoint) into its
 ``Config`` with ``agent_settings``; each ``Config`` checks its own values in ``__post_init__`` with
@@ -132,11 +133,13 @@ def agent_settings(agent: Any, schema: type[T]) -> T:
     if isinstance(agent, schema):
         return agent
     values = OmegaConf.to_container(agent, resolve=True) if OmegaConf.is_config(agent) else dict(agent)
-    _check_known_keys("agent.", values, schema)
+    check_known_keys("agent.", values, schema)
     return schema(**values)
 
 
-def _check_known_keys(prefix: str, node: Any, schema: type) -> None:
+def check_known_keys(prefix: str, node: Any, schema: type) -> None:
+    """Raise ConfigError naming ``<prefix><key>`` (and the nearest known key) for a key of ``node``
+    that is not a field of ``schema``."""
     known = [f.name for f in fields(schema)]
     for key in node:
         if key not in known:
@@ -146,53 +149,36 @@ def _check_known_keys(prefix: str, node: Any, schema: type) -> None:
 
 
 def check_train_config(cfg: Any) -> None:
-    """Refuse, before any work starts, a training config whose values the run cannot use.
+    """Refuse, before any work starts, a training config whose values the schemas know the run cannot use.
 
     Checks: no key outside the schemas (``+episods=1`` is a typo, not a setting), numeric ranges,
-    the board name, the network, ``resume`` and ``overwrite`` not both, and the learner's own
-    settings and its fit with the board (the learner module's ``check(cfg, game)``). Raises
-    ConfigError (one line naming the key). Evaluation opponents are checked by ``ttt.training.Run``,
-    which builds them.
+    the board name, the network, and ``resume`` and ``overwrite`` not both. Raises ConfigError (one
+    line naming the key). The learner's settings (``ttt.learners.check_learner``) and the evaluation
+    opponents are checked by ``ttt.training.Run``, which knows the learners and builds the opponents.
     """
-    from ttt.agents import AGENTS, agent_module
-    from ttt.games import BOARDS, make_game
+    from ttt.games import BOARDS
 
-    _check_known_keys("", cfg, TrainConfig)
+    check_known_keys("", cfg, TrainConfig)
     check_ranges("", cfg, TOP_LEVEL_RANGES)
     if cfg.resume and cfg.overwrite:
         raise ConfigError("resume=true and overwrite=true: choose one (continue the run, or start it over)")
-    _check_known_keys("game.", cfg.game, GameConfig)
+    check_known_keys("game.", cfg.game, GameConfig)
     if cfg.game.name not in BOARDS:
         raise ConfigError(f"game.name={cfg.game.name!r}: choose one of {', '.join(BOARDS)}")
-    _check_known_keys("network.", cfg.network, NetworkConfig)
+    check_known_keys("network.", cfg.network, NetworkConfig)
     check_choice("network.", cfg.network, "kind", ("structured", "mlp"))
     check_ranges("network.", cfg.network, {"detectors": AT_LEAST_ONE})
     for i, width in enumerate(cfg.network.hidden):
         if width not in AT_LEAST_ONE:
             raise ConfigError(f"network.hidden[{i}]={width}: layer widths must be >= 1")
-    name = cfg.agent.name
-    if name not in AGENTS:
-        raise ConfigError(f"agent.name={name!r}: choose one of {', '.join(AGENTS)}")
-    module = agent_module(name)
-    _check_known_keys("agent.", cfg.agent, module.Config)
-    try:
-        module.check(cfg, make_game(cfg.game.name))
-    except ConfigError:
-        raise
-    except ValueError as e:  # a learner's own check names the key in its message
-        raise ConfigError(str(e)) from None
 
 
-_registered = False
-
-
-def register_configs() -> None:
-    """Store the schemas in Hydra's ConfigStore (idempotent)."""
+def register_schemas(agent_schemas: dict[str, type]) -> None:
+    """Store the schemas in Hydra's ConfigStore (idempotent): the training config's, and each
+    learner's ``Config`` as ``agent/<name>_schema`` (``agent_schemas``: name -> dataclass)."""
     global _registered
     if _registered:
         return
-    from ttt.agents import available_agents
-
     if not OmegaConf.has_resolver("ttt.first_set"):
         # ${ttt.first_set:a,b}: a unless it is null, else b (Hydra's run dir follows run_dir when set)
         OmegaConf.register_new_resolver("ttt.first_set", lambda *xs: next((x for x in xs if x is not None), None))
@@ -200,6 +186,9 @@ def register_configs() -> None:
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="network", name="network_schema", node=NetworkConfig)
     cs.store(group="game", name="game_schema", node=GameConfig)
-    for name, module in available_agents().items():
-        cs.store(group="agent", name=f"{name}_schema", node=module.Config)
+    for name, schema in agent_schemas.items():
+        cs.store(group="agent", name=f"{name}_schema", node=schema)
     _registered = True
+
+
+_registered = False

@@ -34,15 +34,6 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def run_device(cfg) -> str:
-    """The device a training run uses: ``cfg.device`` resolved, or ``cpu`` for a learner that does not
-    set ``USES_DEVICE`` (the tabular ones). DeviceError when ``device=cuda`` cannot be honoured."""
-    from ttt.agents import agent_module
-
-    device = resolve_device(cfg.device)
-    return device if getattr(agent_module(cfg.agent.name), "USES_DEVICE", False) else "cpu"
-
-
 def array_device(device: str) -> str | None:
     """The ``device`` argument of ``BatchedGames`` for a resolved device: None (numpy) on the CPU."""
     if device == "cpu":

@@ -126,7 +126,7 @@ def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
     while not games.done.all():
         # games that start together stay in step: every live game has the same player to move
         mover = first if ply % 2 == 0 else second
-        games.step(mover.act_batch(games, rng))
+        games.play(mover.act_batch(games, rng))
         ply += 1
         if progress is not None:
             progress(int(games.done.sum()))

@@ -19,7 +19,7 @@ import numpy as np
 
 from ttt.games import Game, IllegalMoveError, State
 from ttt.players import Player
-from ttt.tactics import has_rules, without_rules
+from ttt.suites import has_rules, without_rules
 
 
 class MoveError(ValueError):

@@ -159,8 +159,7 @@ def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) 
 
 def plot_openings(groups: dict[str, list[RunLog]], output: Path) -> Path:
     """One panel per setting: the first seat's value of each distinct opening move over training."""
-    from ttt.agents.td_afterstate import opening_name
-    from ttt.games import make_game
+    from ttt.games import make_game, opening_name
 
     groups = {k: v for k, v in groups.items() if any(OPENING_TAG.match(t) for r in v for t in r.curves)}
     if not groups:

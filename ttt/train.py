@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.agents import agent_module
 from ttt.agents.dqn_runs import train_side_by_side
 from ttt.cli import check_writable_dir, run_cli
-from ttt.config import ConfigError, register_configs
+from ttt.config import ConfigError
+from ttt.learners import register_configs
 from ttt.training import Run, seed_everything
 
 
@@ -40,7 +41,7 @@ def train(cfg: DictConfig) -> dict:
         if cfg.agent.name != "dqn":
             raise ConfigError(f"seeds={cfg.seeds}: only agent dqn trains runs side by side; train the seeds of "
                               f"{cfg.agent.name} one at a time (e.g. -m seed=0,1,2)")
-        return train_side_by_side(cfg, run_dir)
+        return train_side_by_side(cfg, run_dir, Run)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:
             return run.finished

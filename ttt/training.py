@@ -31,14 +31,13 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/<opponent>/score``                (wins + draws / 2) / games
 ``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
 ``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
-``eval/tactics/<suite>``                 share of the ``ttt.tactics`` suite solved (``win``, ``block``,
+``eval/tactics/<suite>``                 share of the ``ttt.suites`` suite solved (``win``, ``block``,
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
-``train/opponent``                       training opponent phase: 0 random, 1 frozen, 2 benchmark, 3 self_play
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
 =======================================  =====================================================
 
@@ -68,12 +67,13 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, check_writable_dir, one_line
 from ttt.config import ConfigError, check_train_config
-from ttt.device import array_device, run_device
+from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
+from ttt.learners import check_learner, learner_device
 from ttt.players import Player
-
-OPPONENT_PHASES = {"random": 0, "frozen": 1, "benchmark": 2, "self_play": 3}
+from ttt.specs import load_agents
+from ttt.suites import tactics_rates
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
@@ -277,9 +277,10 @@ class Run:
         self.started = False
         try:
             check_train_config(cfg)
+            learner = check_learner(cfg)
             # "cpu" or "cuda" (ttt.device): where the learner's games and networks live; a learner that
             # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
-            self.device = run_device(cfg) if device is None else device
+            self.device = learner_device(cfg, learner) if device is None else device
             self.game: Game = make_game(cfg.game.name)
             self.opponents = self._make_opponents()
             self.total = int(cfg.episodes)
@@ -307,8 +308,6 @@ class Run:
     def _make_opponents(self) -> list[tuple[str, Player]]:
         """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
         checkpoints), built now: a bad one fails before any work, naming the key."""
-        from ttt.specs import load_agents
-
         try:
             return load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
         except (ValueError, TypeError, CheckpointError) as e:
@@ -437,6 +436,10 @@ class Run:
     def config_dict(self) -> dict:
         return OmegaConf.to_container(self.cfg, resolve=True)
 
+    def command(self) -> str:
+        """The command line that started this run (``run_command``), for the learners' final results."""
+        return run_command()
+
     # ------------------------------------------------------------------ logging
     def log(self, tag: str, value: float, step: int) -> None:
         self.writer.add_scalar(tag, float(value), step)
@@ -477,8 +480,6 @@ class Run:
     def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
         its tactics rates; logged. On the run's device when both players can play there (``play_match``)."""
-        from ttt.tactics import tactics_rates
-
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):

@@ -23,8 +23,8 @@ from the mover's view. Training samples from a replay buffer of recent examples;
 each sampled example is mapped by a random symmetry of the board, board and policy alike
 (``b'[sym[g, i]] = b[i]``, ``pi'[sym[g, i]] = pi[i]``).
 
-Network. A trunk from the ``network`` config group (``structured``: the line-detector layer of
-``ttt.nets.structured``, or ``mlp``), Tanh layers of sizes ``network.hidden``, then a policy head
+Network (``ttt.nets.policy_value``). A trunk from the ``network`` config group (``structured``: the
+line-detector layer of ``ttt.nets.structured``, or ``mlp``), Tanh layers of sizes ``network.hidden``, then a policy head
 (one logit per cell; illegal cells masked) and a value head (Tanh, in [-1, 1]). Loss: cross-entropy
 of the policy against pi plus the squared error of the value against z.
 
@@ -44,13 +44,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from ttt.checkpoint import save_checkpoint
 from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_settings, check_choice, check_ranges
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
-from ttt.nets.structured import build_body
+from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net
 from ttt.players.base import Player
 from ttt.players.tree import PUCT, Node, expand, simulate
 
@@ -87,33 +86,6 @@ class Config:
 
 
 # ---------------------------------------------------------------------------- network
-class PolicyValueNet(nn.Module):
-    """(N, cells) boards from the mover's view -> (N, cells) policy logits and (N,) values in [-1, 1].
-
-    The trunk is ``ttt.nets.structured.build_body`` (PyTorch's default initialisation), then a policy
-    head and a Tanh value head.
-    """
-
-    def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
-                 detectors: int = 4, bias: bool = True) -> None:
-        super().__init__()
-        network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias}
-        first, layers, width = build_body(network, game, xavier=False)
-        self.trunk = nn.Sequential(first, nn.Tanh(), *layers)
-        self.policy = nn.Linear(width, game.num_cells)  # heads keep their biases: priors and values need offsets
-        self.value = nn.Linear(width, 1)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.trunk(x)
-        return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
-
-
-def build_net(game: Game, network: dict) -> PolicyValueNet:
-    """The network a ``network`` config (kind, hidden, detectors, bias) describes, for ``game``."""
-    return PolicyValueNet(game, str(network["kind"]), list(network["hidden"]), int(network.get("detectors", 4)),
-                          bool(network.get("bias", True)))
-
-
 def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """log-probabilities over the legal cells; illegal cells get a huge negative log-probability."""
     return torch.log_softmax(logits.masked_fill(~legal, -1e9), dim=-1)
@@ -206,7 +178,7 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
             actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
             target = visit_policy(root, 1.0, game.num_cells) if cfg.policy_target == "visits" else pi
             history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
-        games.step(actions)
+        games.play(actions)
         ply += 1
     return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
 
@@ -263,7 +235,7 @@ def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[floa
 
 # ---------------------------------------------------------------------------- training loop
 def check(cfg, game: Game) -> None:
-    """Refuse settings this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    """Refuse settings this learner cannot use, before any work (``ttt.learners.check_learner``)."""
     agent_settings(cfg.agent, Config)
 
 
@@ -275,7 +247,7 @@ def train(cfg, run) -> dict:
     acfg = agent_settings(cfg.agent, Config)
     game = run.game
     network = OmegaConf.to_container(cfg.network, resolve=True)
-    net = build_net(game, network).to(torch_device(run.device))
+    net = build_policy_value_net(game, network).to(torch_device(run.device))
     opt = torch.optim.Adam(net.parameters(), lr=acfg.lr, weight_decay=acfg.weight_decay)
     buffer = ReplayBuffer(acfg.buffer_size, game.num_cells)
     rng = np.random.default_rng(int(cfg.seed))
@@ -394,6 +366,6 @@ def player_from_checkpoint(payload: dict) -> AlphaZeroPlayer:
     """The PUCT player of a loaded ``alphazero`` checkpoint (``eval_simulations`` per move)."""
     game = make_game(payload["game"])
     acfg = agent_settings(payload["agent"], Config)
-    net = build_net(game, payload["network"])
+    net = build_policy_value_net(game, payload["network"])
     net.load_state_dict(payload["model"])
     return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, dict(payload["network"]))

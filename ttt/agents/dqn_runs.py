@@ -21,8 +21,8 @@ What runs side by side: the curriculum (``opponent``, ``opponent_after``, ``swit
 schedule, SGD or Adam (``first_lr`` too), Huber or squared loss, ``gamma``, and the win and loss
 rules in move selection (``exact_wins``, ``exact_losses``); the trained player's own rules
 (``play_forks``, ``play_threats``) apply to its evaluations as in a single run. The recipe's label
-options (rule, random-play and rank labels, symmetry augmentation), tied line detectors and the
-fork rule in training moves are refused with one line: train those runs one at a time.
+options (rule, random-play and rank labels, symmetry augmentation) and tied line detectors are
+refused with one line: train those runs one at a time.
 
 Rounding: stacked products sum in another order than one network's, so a run side by side and the
 same seed alone agree to float rounding, not bit for bit; they make the same moves for hundreds of
@@ -43,7 +43,16 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.agents.dqn import GAME_ARRAYS, NO_RULES, Config, DQNPlayer, Rules, epsilon_at, make_optimizer
+from ttt.agents.dqn import (
+    GAME_ARRAYS,
+    NO_RULES,
+    OPPONENT_PHASES,
+    Config,
+    DQNPlayer,
+    epsilon_at,
+    make_optimizer,
+    training_rules,
+)
 from ttt.checkpoint import save_checkpoint
 from ttt.cli import Interrupted
 from ttt.config import ConfigError, agent_settings
@@ -51,13 +60,11 @@ from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.threats import completing_moves, move_tactics
 from ttt.nets.structured import StructuredLayer, ValueNet, build_value_net
 from ttt.players.fixed import BenchmarkPlayer
-from ttt.training import OPPONENT_PHASES, Run, run_command
 
 RANDOM, FROZEN, BENCHMARK, SELF_PLAY = (OPPONENT_PHASES[k] for k in ("random", "frozen", "benchmark", "self_play"))
 
 # settings a run side by side cannot take: (key, the value that is allowed)
-UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False),
-               ("exact_forks", False))
+UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False))
 
 
 def check_side_by_side(cfg: DictConfig) -> None:
@@ -305,7 +312,7 @@ class SideBySide:
         a = agent_settings(agent_cfg, Config)
         self.game, self.a, self.seeds, self.b = game, a, list(seeds), int(num_envs)
         self.k = k = len(seeds)
-        self.rules = Rules.of(a)
+        self.rules = training_rules(a)
         nets = []
         for seed in seeds:  # each network as a run of that seed alone initialises it
             torch.manual_seed(seed)
@@ -355,17 +362,17 @@ class SideBySide:
     def _new_games(self, r: int, envs: np.ndarray, episodes: np.ndarray) -> None:
         a, rng = self.a, self.rngs[r]
         before = episodes < a.switch_episode
-        kind = np.where(before, OPPONENT_PHASES[a.opponent], OPPONENT_PHASES[a.opponent_after]).astype(np.int8)
+        opponent = np.where(before, OPPONENT_PHASES[a.opponent], OPPONENT_PHASES[a.opponent_after]).astype(np.int8)
         if a.benchmark_fraction > 0:
             after = np.flatnonzero(~before)
             if len(after):
                 benchmark = rng.random(len(after)) < a.benchmark_fraction
-                kind[after] = np.where(benchmark, BENCHMARK, kind[after]).astype(np.int8)
-        self.opponent[envs] = kind
+                opponent[after] = np.where(benchmark, BENCHMARK, opponent[after]).astype(np.int8)
+        self.opponent[envs] = opponent
         pool = self.pool[r]
         self.pool_index[envs] = max(len(pool) - 1, 0)
         if len(pool) > 1:
-            frozen = envs[kind == FROZEN]
+            frozen = envs[opponent == FROZEN]
             if len(frozen):
                 self.pool_index[frozen] = rng.integers(0, len(pool), size=len(frozen))
 
@@ -566,7 +573,7 @@ class SideBySide:
             return torch.from_numpy(np.array(x[games]))
 
         envs = {name: saved(getattr(g, name)) for name in GAME_ARRAYS}
-        envs.update(agent_seat=saved(self.agent_seat), kind=saved(self.opponent), pool_index=saved(self.pool_index),
+        envs.update(agent_seat=saved(self.agent_seat), opponent=saved(self.opponent), pool_index=saved(self.pool_index),
                     prev=saved(self.prev), has_prev=saved(self.has_prev))
         return {
             "weights": net.state_dict(),
@@ -599,27 +606,29 @@ class SideBySide:
             raise CheckpointError("this run was trained with device=cuda; runs side by side resume on the CPU")
         for name in GAME_ARRAYS:
             getattr(self.games, name)[games] = envs[name].numpy()
-        for name, mine in (("agent_seat", self.agent_seat), ("kind", self.opponent), ("pool_index", self.pool_index),
-                           ("prev", self.prev), ("has_prev", self.has_prev)):
-            mine[games] = envs[name].numpy()
+        for name, mine in (("agent_seat", self.agent_seat), ("opponent", self.opponent),
+                           ("pool_index", self.pool_index), ("prev", self.prev), ("has_prev", self.has_prev)):
+            saved = envs[name] if name in envs else envs["kind"]  # older checkpoints name the opponents "kind"
+            mine[games] = saved.numpy()
         self.rngs[r].bit_generator.state = s["rng"]["numpy"]
 
 
 # -------------------------------------------------------------------------------- the training loop
-def train_side_by_side(cfg: DictConfig, run_dir: Path) -> dict:
-    """Train ``cfg.seeds`` runs side by side, run ``s`` in ``run_dir/seed_<s>``; returns
+def train_side_by_side(cfg: DictConfig, run_dir: Path, make_run) -> dict:
+    """Train ``cfg.seeds`` runs side by side, run ``s`` in ``run_dir/seed_<s>``, each guarded by
+    ``make_run(cfg_of_s, folder)`` (the harness's ``ttt.training.Run``); returns
     ``{"runs": {seed: final evaluation}}`` of the runs that finished."""
     first, count = int(cfg.seed), int(cfg.seeds)
     seeds = list(range(first, first + count))
     check_side_by_side(cfg)
     with contextlib.ExitStack() as stack:
-        runs: dict[int, Run] = {}
+        runs: dict = {}
         for s in seeds:
             sub = cfg.copy()
             OmegaConf.set_struct(sub, False)
             sub.seed, sub.seeds, sub.run_dir, sub.progress = s, 1, str(run_dir / f"seed_{s}"), False
             OmegaConf.set_struct(sub, True)
-            run = stack.enter_context(Run(sub, run_dir / f"seed_{s}"))
+            run = stack.enter_context(make_run(sub, run_dir / f"seed_{s}"))
             run.resume_dir = run_dir  # Ctrl-C prints the command that resumes the whole group
             runs[s] = run
         results = {s: run.finished for s, run in runs.items() if run.finished is not None}
@@ -632,7 +641,7 @@ def train_side_by_side(cfg: DictConfig, run_dir: Path) -> dict:
         return {"runs": results}
 
 
-def _train_group(cfg: DictConfig, runs: list[Run], seeds: list[int]) -> dict[int, dict]:
+def _train_group(cfg: DictConfig, runs: list, seeds: list[int]) -> dict[int, dict]:
     game = runs[0].game
     trainer = SideBySide(game, cfg.network, cfg.agent, seeds, int(cfg.num_envs))
     for r, run in enumerate(runs):
@@ -649,13 +658,13 @@ def _train_group(cfg: DictConfig, runs: list[Run], seeds: list[int]) -> dict[int
     def player(r: int, final: bool = False) -> DQNPlayer:
         return DQNPlayer(game, trainer.nets.net(r), network, play_rules if final else eval_rules)
 
-    def save(r: int, run: Run) -> None:
+    def save(r: int, run) -> None:
         save_checkpoint(run.checkpoint_path(), {
             "kind": "dqn", "game": game.name, "config": run.config_dict(), "network": network,
             "rules": asdict(play_rules), "weights": trainer.nets.state_dict(r), "episodes": int(trainer.episodes[r]),
             "trainer": trainer.state_dict(r)})
 
-    def log(r: int, run: Run, ep: int) -> str:
+    def log(r: int, run, ep: int) -> str:
         run.log("train/td_loss", trainer.take_loss(r), ep)
         run.log("train/epsilon", epsilon_at(a, ep), ep)
         run.log("train/opponent", OPPONENT_PHASES[trainer.phase(r)], ep)
@@ -664,12 +673,12 @@ def _train_group(cfg: DictConfig, runs: list[Run], seeds: list[int]) -> dict[int
         run.log("train/frozen_refreshes", int(trainer.frozen_refreshes[r]), ep)
         return f"opponent {trainer.phase_label(r)}"
 
-    def finish(r: int, run: Run) -> None:
+    def finish(r: int, run) -> None:
         done = int(trainer.episodes[r])
         final = run.finish(lambda: player(r, final=True), done, lambda _: save(r, run),
                            games=int(a.final_eval_games))
         trainer.retire(r)  # after the checkpoint: it holds the run's games as they are, to continue them
-        results[seeds[r]] = run.write_final(final, extra={"command": run_command(), "seed": seeds[r],
+        results[seeds[r]] = run.write_final(final, extra={"command": run.command(), "seed": seeds[r],
                                                          "network": network, "seeds_side_by_side": len(seeds)})
 
     for r, run in enumerate(runs):

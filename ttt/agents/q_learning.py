@@ -75,13 +75,13 @@ class Config:
                                       "step_every": AT_LEAST_ONE, "dense_limit_mb": POSITIVE})
 
 
-def epsilon_at(a, episode: int) -> float:
+def epsilon_at(settings, episode: int) -> float:
     """The exploration rate of ``episode`` under the configured schedule."""
-    if a.epsilon_schedule == "exponential":
-        return exponential_epsilon(a.eps0, a.kappa, episode)
-    if a.epsilon_schedule == "step":
-        return step_epsilon(a.eps0, a.step_factor, a.step_every, episode)
-    raise ValueError(f"q_learning: epsilon_schedule must be 'exponential' or 'step', got {a.epsilon_schedule!r}")
+    if settings.epsilon_schedule == "exponential":
+        return exponential_epsilon(settings.eps0, settings.kappa, episode)
+    if settings.epsilon_schedule == "step":
+        return step_epsilon(settings.eps0, settings.step_factor, settings.step_every, episode)
+    raise ValueError(f"q_learning: epsilon_schedule must be 'exponential' or 'step', got {settings.epsilon_schedule!r}")
 
 
 def make_store(game: Game, storage: str = "auto", dense_limit_mb: float = 64.0) -> DenseRows | SparseRows:
@@ -154,7 +154,8 @@ class QPlayer(TablePlayer):
         save_checkpoint(path, self.checkpoint())
 
 
-def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.random.Generator) -> tuple[float, int]:
+def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, settings,
+                 rng: np.random.Generator) -> tuple[float, int]:
     """One self-play game, updating after every move; returns (sum of squared TD errors, moves)."""
     state = game.initial_state()
     images = np.zeros(keys.weights.shape[1], dtype=np.int64)  # the empty board's image hashes
@@ -171,8 +172,8 @@ def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.
         nxt = state.apply(action)
         images = images + piece_digit(mover) * keys.weights[action]  # one digit changes in every image
         next_key, next_cols = keys.locate(images)
-        target = next_value(store, nxt, next_key, next_cols, a.gamma)
-        delta = q_update(store, key, int(cols[action]), target, a.alpha0, a.adapt_rate)
+        target = next_value(store, nxt, next_key, next_cols, settings.gamma)
+        delta = q_update(store, key, int(cols[action]), target, settings.alpha0, settings.adapt_rate)
         sq += delta * delta
         moves += 1
         state, key, cols = nxt, next_key, next_cols
@@ -180,7 +181,7 @@ def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, a, rng: np.
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
     check_board(game, "q_learning")
     agent_settings(cfg.agent, Config)
 
@@ -188,10 +189,10 @@ def check(cfg, game: Game) -> None:
 def train(cfg, run) -> dict:
     """Self-play Q-learning for ``cfg.episodes`` games on the schedule of ``run``."""
     game = run.game
-    a = agent_settings(cfg.agent, Config)
+    settings = agent_settings(cfg.agent, Config)
     rng = np.random.default_rng(int(cfg.seed))
     rss0 = peak_rss_mb()
-    store = make_store(game, a.storage, a.dense_limit_mb)
+    store = make_store(game, settings.storage, settings.dense_limit_mb)
     start = 0
     path = run.checkpoint_path(".npz")
     if run.resumed is not None:
@@ -199,7 +200,7 @@ def train(cfg, run) -> dict:
         store.load_arrays(payload["keys"], payload["q"], payload["counts"])
         start = int(payload["episode"])
         rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
-    player = QPlayer(game, store, a.gamma, a.alpha0, a.adapt_rate, a.symmetric)
+    player = QPlayer(game, store, settings.gamma, settings.alpha0, settings.adapt_rate, settings.symmetric)
 
     def greedy() -> QPlayer:
         return player
@@ -210,7 +211,7 @@ def train(cfg, run) -> dict:
 
     episodes = int(cfg.episodes)
     sq_sum, updates = 0.0, 0
-    eps = epsilon_at(a, start)
+    eps = epsilon_at(settings, start)
 
     def log(done: int) -> str:
         nonlocal sq_sum, updates
@@ -225,8 +226,8 @@ def train(cfg, run) -> dict:
     t0 = time.perf_counter()
     run.start(start)
     for ep in range(start, episodes):
-        eps = epsilon_at(a, ep)
-        sq, moves = play_episode(game, player.keys, store, eps, a, rng)
+        eps = epsilon_at(settings, ep)
+        sq, moves = play_episode(game, player.keys, store, eps, settings, rng)
         sq_sum, updates = sq_sum + sq, updates + moves
         run.tick(ep + 1, greedy, save, log)
     seconds = time.perf_counter() - t0

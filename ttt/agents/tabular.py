@@ -230,6 +230,10 @@ class TablePlayer(BatchPlayer):
         v = self.move_values(state.array(), state.to_play(), legal)
         return {int(a): float(v[a]) for a in legal}
 
+    def greedy_values(self, state: State) -> dict[int, float] | None:
+        """The table's values when the player is greedy (ties at random); None when it explores."""
+        return self.action_values(state) if self.epsilon == 0 else None
+
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         legal = games.legal_mask()
         values = np.full(legal.shape, -np.inf)

@@ -30,7 +30,7 @@ Logged scalars (besides ``eval/``): ``train/epsilon`` (0 under Boltzmann explora
 (Boltzmann only), ``train/episodes_per_sec``, ``train/first_win_rate`` (self-play games since the last log),
 ``train/states`` (table entries, all learners), ``train/table_megabytes``, and
 ``train/opening_value/cell_<c>``: the first-seat table's value of each distinct opening move
-(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre; ``opening_name``
+(``c`` is the smallest cell of its symmetry class; 3x3: 0 corner, 1 edge, 4 centre; ``ttt.games.opening_name``
 names them). ``python -m ttt.plot DIR figure=openings`` draws them over training.
 """
 
@@ -93,9 +93,9 @@ def centre_cells(game: Game) -> frozenset[int]:
     return frozenset(int(c) for c in range(game.num_cells) if all(int(x) in mid for x in game.coords[c]))
 
 
-def move_reward(game: Game, state: State, action: int, a: Config) -> float:
+def move_reward(game: Game, state: State, action: int, settings: Config) -> float:
     """The shaped reward of playing ``action`` in ``state`` (0 with plain rewards)."""
-    if a.rewards != "shaped":
+    if settings.rewards != "shaped":
         return 0.0
     mover = state.to_play()
     if state.num_moves == 0 and mover == FIRST and action in centre_cells(game):
@@ -105,9 +105,9 @@ def move_reward(game: Game, state: State, action: int, a: Config) -> float:
     return 0.0
 
 
-def final_reward(winner: int, seat_player: int, a: Config) -> float:
+def final_reward(winner: int, seat_player: int, settings: Config) -> float:
     """The end-of-game reward of the player ``seat_player`` (+1 first, -1 second)."""
-    if a.rewards == "plain":
+    if settings.rewards == "plain":
         return float(winner * seat_player)
     if winner == 0:
         return 0.5 if seat_player == FIRST else 1.0
@@ -118,11 +118,11 @@ def final_reward(winner: int, seat_player: int, a: Config) -> float:
 class AfterstateLearner:
     """The afterstates one seat created in the current game, and the update rule over them."""
 
-    def __init__(self, table: dict[int, float], a: Config) -> None:
+    def __init__(self, table: dict[int, float], settings: Config) -> None:
         self.table = table
         self.visited: list[int] = []
-        self.backward = a.update == "backward"
-        self.lr, self.gamma, self.init = a.lr, a.gamma, a.init_value
+        self.backward = settings.update == "backward"
+        self.lr, self.gamma, self.init = settings.lr, settings.gamma, settings.init_value
 
     def moved(self, key: int) -> None:
         """The seat created afterstate ``key``."""
@@ -153,24 +153,24 @@ class AfterstateLearner:
         self.visited = []
 
 
-def seat_learners(tables: list[dict[int, float]], a: Config) -> list[AfterstateLearner]:
+def seat_learners(tables: list[dict[int, float]], settings: Config) -> list[AfterstateLearner]:
     """One learner per seat (first, second); with one table both write to it."""
-    return [AfterstateLearner(tables[0], a), AfterstateLearner(tables[-1], a)]
+    return [AfterstateLearner(tables[0], settings), AfterstateLearner(tables[-1], settings)]
 
 
 def record_move(game: Game, learners: list[AfterstateLearner], state: State, action: int, key: int,
-                a: Config) -> None:
+                settings: Config) -> None:
     """Tell the mover's learner about its new afterstate ``key`` and any shaped reward of the move."""
     learner = learners[0 if state.to_play() == FIRST else 1]
     learner.moved(key)
-    r = move_reward(game, state, action, a)
+    r = move_reward(game, state, action, settings)
     if r:
         learner.reward(r)
 
 
-def finish_game(learners: list[AfterstateLearner], winner: int, a: Config) -> None:
-    learners[0].end(final_reward(winner, FIRST, a))
-    learners[1].end(final_reward(winner, -FIRST, a))
+def finish_game(learners: list[AfterstateLearner], winner: int, settings: Config) -> None:
+    learners[0].end(final_reward(winner, FIRST, settings))
+    learners[1].end(final_reward(winner, -FIRST, settings))
 
 
 class TDPlayer(TablePlayer):
@@ -225,30 +225,17 @@ def opening_classes(game: Game, keys: BoardKeys) -> dict[int, int]:
     return out
 
 
-def opening_name(game: Game, cell: int) -> str:
-    """The kind of cell an opening move takes, by how many of its coordinates lie on the border:
-    all ``corner``, none ``centre``, one of three ``face centre``, else ``edge`` (3x3: cell 0 corner,
-    1 edge, 4 centre). On 4x4 the class of cell 0 also holds the middle cells (see ``opening_classes``)."""
-    coords = [int(x) for x in game.coords[cell]]
-    border = sum(x in (0, game.n - 1) for x in coords)
-    if border == len(coords):
-        return "corner"
-    if border == 0:
-        return "centre"
-    return "face centre" if len(coords) == 3 and border == 1 else "edge"
-
-
-def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner], a: Config, epsilon: float,
+def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner], settings: Config, epsilon: float,
                  tau: float, rng: np.random.Generator) -> int:
     """One self-play game with learning; returns the winner."""
     state = game.initial_state()
     images = np.zeros(len(game.symmetries), dtype=np.int64)
-    boltzmann = a.exploration == "boltzmann"
+    boltzmann = settings.exploration == "boltzmann"
     while not state.is_terminal():
         mover = state.to_play()
         legal = state.legal_actions()
         after = keys.afterstate_keys(images, mover, legal).tolist()
-        table, init = learners[0 if mover == FIRST else 1].table, a.init_value
+        table, init = learners[0 if mover == FIRST else 1].table, settings.init_value
         if boltzmann:
             i = boltzmann_index(np.array([table.get(k, init) for k in after]), tau, rng)
         elif rng.random() < epsilon:
@@ -256,15 +243,15 @@ def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner],
         else:
             i = greedy_index(np.array([table.get(k, init) for k in after]), rng)
         action = legal[i]
-        record_move(game, learners, state, action, after[i], a)
+        record_move(game, learners, state, action, after[i], settings)
         state = state.apply(action)
         images = images + piece_digit(mover) * keys.weights[action]
-    finish_game(learners, state.winner(), a)
+    finish_game(learners, state.winner(), settings)
     return state.winner()
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
     check_board(game, "td_afterstate")
     agent_settings(cfg.agent, Config)
 
@@ -272,20 +259,20 @@ def check(cfg, game: Game) -> None:
 def train(cfg, run) -> dict:
     """Self-play TD learning of afterstate values for ``cfg.episodes`` games on the schedule of ``run``."""
     game = run.game
-    a = agent_settings(cfg.agent, Config)
+    settings = agent_settings(cfg.agent, Config)
     rng = np.random.default_rng(int(cfg.seed))
     rss0 = peak_rss_mb()
     keys = BoardKeys(game)
-    tables: list[dict[int, float]] = [{} for _ in range(a.learners)]
+    tables: list[dict[int, float]] = [{} for _ in range(settings.learners)]
     start = 0
     path = run.checkpoint_path(".npz")
     if run.resumed is not None:
         payload = run.resumed
-        tables = [arrays_to_dict(payload[f"keys_{i}"], payload[f"values_{i}"]) for i in range(a.learners)]
+        tables = [arrays_to_dict(payload[f"keys_{i}"], payload[f"values_{i}"]) for i in range(settings.learners)]
         start = int(payload["episode"])
         rng = np.random.default_rng([int(cfg.seed), start])  # a fresh stream for the continuation
-    learners = seat_learners(tables, a)
-    player = TDPlayer(game, tables, a)
+    learners = seat_learners(tables, settings)
+    player = TDPlayer(game, tables, settings)
     openings = opening_classes(game, keys)
 
     def greedy() -> TDPlayer:
@@ -300,25 +287,25 @@ def train(cfg, run) -> dict:
     eps = tau = 0.0
 
     def log(done: int) -> str:
-        run.log("train/epsilon", 0.0 if a.exploration == "boltzmann" else eps, done)
-        if a.exploration == "boltzmann":
+        run.log("train/epsilon", 0.0 if settings.exploration == "boltzmann" else eps, done)
+        if settings.exploration == "boltzmann":
             run.log("train/tau", tau, done)
         for cell, key in openings.items():
-            run.log(f"train/opening_value/cell_{cell}", tables[0].get(key, a.init_value), done)
+            run.log(f"train/opening_value/cell_{cell}", tables[0].get(key, settings.init_value), done)
         run.log("train/first_win_rate", outcomes[0] / max(outcomes.sum(), 1), done)
         states = sum(len(t) for t in tables)
         run.log("train/states", states, done)
         outcomes[:] = 0
-        return (f"{'tau' if a.exploration == 'boltzmann' else 'eps'} "
-                f"{tau if a.exploration == 'boltzmann' else eps:.3f} states {states}")
+        return (f"{'tau' if settings.exploration == 'boltzmann' else 'eps'} "
+                f"{tau if settings.exploration == 'boltzmann' else eps:.3f} states {states}")
 
     t0 = time.perf_counter()
     run.start(start)
     for ep in range(start, episodes):
         progress = ep / episodes
-        eps = progress_epsilon(a.exp_rate, progress)
-        tau = geometric_schedule(a.tau_start, a.tau_end, progress)
-        winner = play_episode(game, keys, learners, a, eps, tau, rng)
+        eps = progress_epsilon(settings.exp_rate, progress)
+        tau = geometric_schedule(settings.tau_start, settings.tau_end, progress)
+        winner = play_episode(game, keys, learners, settings, eps, tau, rng)
         outcomes[1 - winner] += 1
         run.tick(ep + 1, greedy, save, log)
     seconds = time.perf_counter() - t0
@@ -326,7 +313,8 @@ def train(cfg, run) -> dict:
     table_mb = sum(dict_nbytes(t) for t in tables) / 2**20
     run.log("train/table_megabytes", table_mb, episodes)
     extra = {"states": [len(t) for t in tables],
-             "opening_values": {f"cell_{c}": round(tables[0].get(k, a.init_value), 4) for c, k in openings.items()},
+             "opening_values": {f"cell_{c}": round(tables[0].get(k, settings.init_value), 4)
+                                for c, k in openings.items()},
              "train_seconds": round(seconds, 2),
              "episodes_per_sec": round((episodes - start) / max(seconds, 1e-9), 1),
              "table_megabytes": round(table_mb, 2), "peak_rss_megabytes": round(peak_rss_mb(), 1),

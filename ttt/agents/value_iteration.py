@@ -33,6 +33,7 @@ from ttt.checkpoint import save_checkpoint
 from ttt.config import NON_NEGATIVE, UNIT, agent_settings, check_ranges
 from ttt.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
+from ttt.games.solved import digits_of, legal_cells, winners_of
 from ttt.players import Player
 
 
@@ -56,33 +57,6 @@ class Level:
     hashes: np.ndarray  # (N,) int64, sorted
     terminal: np.ndarray  # (N,) bool
     values: np.ndarray  # (N,) int8: the winner on terminal positions, the current estimate elsewhere
-
-
-def digits_of(game: Game, hashes: np.ndarray) -> np.ndarray:
-    """(N, cells) ternary digits of each hash: 0 empty, 1 first player, 2 second player."""
-    powers = 3 ** np.arange(game.num_cells, dtype=np.int64)
-    return ((hashes[:, None] // powers) % 3).astype(np.int8)
-
-
-def winners_of(game: Game, digits: np.ndarray) -> np.ndarray:
-    """(N,) int8 winner of each position: +1, -1 or 0, from the engine's lines."""
-    winner = np.zeros(len(digits), dtype=np.int8)
-    for line in game.lines:
-        cells = digits[:, line]
-        first = (cells == 1).all(axis=1)
-        second = (cells == 2).all(axis=1)
-        winner[first] = 1
-        winner[second] = -1
-    return winner
-
-
-def legal_cells(game: Game, digits: np.ndarray, cell: int) -> np.ndarray:
-    """(N,) bool: ``cell`` is a legal move in each position (empty, and supported with gravity)."""
-    ok = digits[:, cell] == 0
-    below = game.below[cell]
-    if below >= 0:
-        ok &= digits[:, below] != 0
-    return ok
 
 
 def enumerate_positions(game: Game) -> list[Level]:
@@ -201,7 +175,7 @@ def table_arrays(levels: list[Level]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.config.check_train_config``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
     check_board(game, "value_iteration")
     agent_settings(cfg.agent, Config)
 
@@ -212,7 +186,7 @@ def train(cfg, run) -> dict:
     It plays no training games: the schedule's checkpoints do not apply, and a stop during the
     solve saves nothing (solving again from the start takes as long)."""
     game = run.game
-    a = agent_settings(cfg.agent, Config)
+    settings = agent_settings(cfg.agent, Config)
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
 
@@ -226,7 +200,7 @@ def train(cfg, run) -> dict:
         run.check_stop()
 
     run.start(0)
-    levels, sweeps = solve(game, bool(a.in_place), on_sweep)
+    levels, sweeps = solve(game, bool(settings.in_place), on_sweep)
     seconds = time.perf_counter() - t0
     positions = sum(len(lv.hashes) for lv in levels)
     hashes, values = table_arrays(levels)
@@ -238,14 +212,14 @@ def train(cfg, run) -> dict:
     results = run.evaluate(player, sweeps)
 
     selfplay = {}
-    n = int(a.selfplay_games)
+    n = int(settings.selfplay_games)
     if n > 0:
-        explorer = ValueIterationPlayer(game, hashes, values, epsilon=float(a.selfplay_epsilon))
-        for mode, p in (("greedy", player), (f"epsilon_{a.selfplay_epsilon:g}", explorer)):
+        explorer = ValueIterationPlayer(game, hashes, values, epsilon=float(settings.selfplay_epsilon))
+        for mode, p in (("greedy", player), (f"epsilon_{settings.selfplay_epsilon:g}", explorer)):
             r = play_match(game, p, p, n, seed=int(cfg.seed), seats="first")
             selfplay[mode] = {"games": n, "first_wins": r.first.wins, "second_wins": r.first.losses,
                               "draws": r.first.draws}
-    extra = {"positions": positions, "sweeps": sweeps, "in_place": bool(a.in_place),
+    extra = {"positions": positions, "sweeps": sweeps, "in_place": bool(settings.in_place),
              "start_value": int(values[np.searchsorted(hashes, 0)]), "solve_seconds": round(seconds, 3),
              "table_megabytes": round((hashes.nbytes + values.nbytes) / 2**20, 3),
              "peak_rss_megabytes": round(peak_rss_mb(), 1), "rss_growth_megabytes": round(peak_rss_mb() - rss0, 1),

@@ -7,7 +7,7 @@ Learners reach a board only through this package: ``make_game(name)`` and the ``
 from __future__ import annotations
 
 from ttt.games.batched import BatchedGames, random_legal_actions
-from ttt.games.rules import FIRST, SECOND, Game, IllegalMoveError, State, render_board
+from ttt.games.rules import FIRST, SECOND, Game, IllegalMoveError, State, opening_name, render_board
 
 BOARDS: dict[str, dict] = {
     "3x3": dict(n=3, d=2),
@@ -30,4 +30,4 @@ def make_game(name: str) -> Game:
 
 
 __all__ = ["BOARDS", "FIRST", "SECOND", "BatchedGames", "Game", "IllegalMoveError", "State",
-           "make_game", "random_legal_actions", "render_board"]
+           "make_game", "opening_name", "random_legal_actions", "render_board"]

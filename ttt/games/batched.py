@@ -15,7 +15,7 @@ class BatchedGames:
       ``board`` (B, cells) int8: +1 first player, -1 second, 0 empty;
       ``to_play`` (B,) int8; ``done`` (B,) bool; ``winner`` (B,) int8 (+1, -1, 0 draw or not over);
       ``num_moves`` (B,) int16; ``last_action`` (B,) int64 (-1 before the first move).
-    ``step`` applies one action per unfinished game; finished games ignore their entry. The rules
+    ``play`` applies one action per unfinished game; finished games ignore their entry. The rules
     below are written once against ``ttt.games.arrays`` and run unchanged on either kind of array.
     """
 
@@ -106,15 +106,10 @@ class BatchedGames:
         self.last_action[i] = state.last_action
 
     # ------------------------------------------------------------------ transitions
-    def step(self, actions):
-        """Play ``actions[i]`` in every unfinished game i. Returns the games that ended on this step.
-
-        Raises IllegalMoveError (and changes nothing) if any unfinished game gets an illegal action.
-        """
-        return self.xp.flatnonzero(self.play(actions))
-
     def play(self, actions, check: bool = True):
-        """``step``, returning the (B,) bool mask of the games that ended instead of their indices.
+        """Play ``actions[i]`` in every unfinished game i; returns the (B,) bool mask of the games that
+        ended on this move. Raises IllegalMoveError (and changes nothing) if any unfinished game gets an
+        illegal action.
 
         With ``check=False`` the actions are trusted (they come from a legal mask): on a GPU that
         saves the host reading back whether any was illegal, so nothing waits for the device.

@@ -304,6 +304,19 @@ class State:
 SYMBOLS = {1: "X", -1: "O", 0: "."}
 
 
+def opening_name(game: Game, cell: int) -> str:
+    """The kind of cell an opening move takes, by how many of its coordinates lie on the border:
+    all ``corner``, none ``centre``, one of three ``face centre``, else ``edge`` (3x3: cell 0 corner,
+    1 edge, 4 centre). On 4x4 the symmetry class of cell 0 also holds the middle cells."""
+    coords = [int(x) for x in game.coords[cell]]
+    border = sum(x in (0, game.n - 1) for x in coords)
+    if border == len(coords):
+        return "corner"
+    if border == 0:
+        return "centre"
+    return "face centre" if len(coords) == 3 and border == 1 else "edge"
+
+
 def render_board(game: Game, board, show_numbers: bool = False) -> str:
     """Render a 2D board as a grid and a 3D board as its layers side by side.
 

@@ -92,6 +92,34 @@ class SolvedTable:
         return len(self.keys)
 
 
+# positions as ternary digits of base-3 hashes (value iteration and exact best responses enumerate them)
+def digits_of(game: Game, hashes: np.ndarray) -> np.ndarray:
+    """(N, cells) ternary digits of each hash: 0 empty, 1 first player, 2 second player."""
+    powers = 3 ** np.arange(game.num_cells, dtype=np.int64)
+    return ((hashes[:, None] // powers) % 3).astype(np.int8)
+
+
+def winners_of(game: Game, digits: np.ndarray) -> np.ndarray:
+    """(N,) int8 winner of each position: +1, -1 or 0, from the engine's lines."""
+    winner = np.zeros(len(digits), dtype=np.int8)
+    for line in game.lines:
+        cells = digits[:, line]
+        first = (cells == 1).all(axis=1)
+        second = (cells == 2).all(axis=1)
+        winner[first] = 1
+        winner[second] = -1
+    return winner
+
+
+def legal_cells(game: Game, digits: np.ndarray, cell: int) -> np.ndarray:
+    """(N,) bool: ``cell`` is a legal move in each position (empty, and supported with gravity)."""
+    ok = digits[:, cell] == 0
+    below = game.below[cell]
+    if below >= 0:
+        ok &= digits[:, below] != 0
+    return ok
+
+
 def decode(value: int, cells: int) -> tuple[int, int]:
     """(winner, end ply) of an encoded value; a draw ends when the board is full."""
     if value == 0:

@@ -7,11 +7,8 @@ with the optional extras (``pip install -e '.[openspiel]'``, ``'.[envs]'``, or `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # ttt.players imports this module for its table
-    from ttt.games import Game
-    from ttt.players.base import Player
+from ttt.games import Game
+from ttt.players.base import Player
 
 
 def openspiel_mcts(game: Game, simulations: int = 1000, uct_c: float = 2.0, rollouts: int = 1,

@@ -12,7 +12,6 @@ import importlib
 from collections.abc import Callable
 
 from ttt.games import Game
-from ttt.interop import openspiel_mcts
 from ttt.players.base import BatchPlayer, Player
 from ttt.players.fixed import BenchmarkPlayer, RandomPlayer
 from ttt.players.mcts import MCTSPlayer
@@ -25,7 +24,7 @@ PLAYERS: dict[str, Callable[..., Player] | str] = {
     "alphabeta": AlphaBetaPlayer,
     "perfect": PerfectPlayer,
     "mcts": MCTSPlayer,
-    "openspiel_mcts": openspiel_mcts,  # imports OpenSpiel when made (the openspiel extra)
+    "openspiel_mcts": "ttt.interop:openspiel_mcts",  # imports OpenSpiel when made (the openspiel extra)
 }
 
 

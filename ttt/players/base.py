@@ -16,6 +16,7 @@ class Player:
     name: str = "player"
     # True when ``act_batch`` also takes games on a device with a ``torch.Generator`` (ttt.games.arrays)
     batched_on_device: bool = False
+    epsilon: float = 0.0  # > 0: the player explores, epsilon-greedy over its action_values (exploitability)
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -33,6 +34,11 @@ class Player:
 
     def action_values(self, state: State) -> dict[int, float] | None:
         """The player's value of each legal move from the mover's view, if it has one (for hints)."""
+        return None
+
+    def greedy_values(self, state: State) -> dict[int, float] | None:
+        """When ``act`` plays a best move of these values with ties broken at random: the values (any
+        best move is one it may play; ``ttt.exploitability`` follows them all). None otherwise (default)."""
         return None
 
     # ---- optional, for learners that keep learning while they play (``ttt.play learn=true``)

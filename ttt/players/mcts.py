@@ -94,7 +94,7 @@ class RolloutEvaluator:
     def _benchmark_rollouts(self, states: list[State], rng: np.random.Generator) -> np.ndarray:
         games = BatchedGames.from_states(states)
         while not games.done.all():
-            games.step(self._benchmark.act_batch(games, rng))
+            games.play(self._benchmark.act_batch(games, rng))
         return games.winner
 
 

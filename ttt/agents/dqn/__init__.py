@@ -1,0 +1,37 @@
+"""TD(0) afterstate value learning with a neural network (van de Steeg, Drugan & Wiering 2015,
+Algorithm 1), the learner called ``dqn``.
+
+The network scores afterstates V(s'): the board right after a move, seen from the player who just
+moved (+1 own piece, -1 opponent, 0 empty), so one network plays either seat. One concept a module,
+in reading order:
+
+* ``settings``: ``Config``, the settings and their defaults; the exploration schedule;
+* ``moves``: move selection by afterstate values, the rules' exact values in place of estimates;
+* ``td``: the TD(0) rule, the targets of one ply and the loss;
+* ``labels``: what the rules know exactly, taught as labels and as rank pairs;
+* ``curriculum``: the opponents, the pool of frozen copies, the TensorBoard scalars;
+* ``trainer``: ``Trainer``, a batch of training games and one update per ply;
+* ``player``: ``DQNPlayer``, the trained player, and loading it from a checkpoint;
+* ``loop``: ``check`` and ``train``, the learner's entry for ``ttt.train``.
+
+The exact values the rules give (``Rules``, ``rule_values``) are the games layer's: ``ttt.games.exact``.
+"""
+
+from __future__ import annotations
+
+from ttt.agents.dqn.curriculum import OPPONENT_PHASES, OPPONENTS
+from ttt.agents.dqn.labels import rank_loss, rank_orders, rank_pairs, rule_targets
+from ttt.agents.dqn.loop import check, train
+from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
+from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
+from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
+from ttt.agents.dqn.td import Targets, final_targets, td0_targets
+from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, Trainer, make_optimizer
+from ttt.games.exact import NO_RULES, Rules, rule_values
+
+USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
+
+__all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
+           "DQNPlayer", "Rules", "Targets", "Trainer", "afterstate_values", "check", "epsilon_at", "epsilon_greedy",
+           "final_targets", "make_optimizer", "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs",
+           "rule_targets", "rule_values", "td0_targets", "train", "training_rules"]

@@ -1,0 +1,89 @@
+"""The trained player: greedy play by the afterstate values (``DQNPlayer``), and loading it from a
+checkpoint (``player_from_checkpoint``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from ttt.agents.dqn.moves import afterstate_values
+from ttt.agents.dqn.settings import Config
+from ttt.agents.dqn.trainer import Trainer
+from ttt.checkpoint import save_checkpoint
+from ttt.device import array_device, module_device
+from ttt.games import BatchedGames, Game, State, make_game
+from ttt.games.arrays import arrays_for
+from ttt.games.exact import NO_RULES, Rules
+from ttt.nets.structured import ValueNet, build_value_net
+from ttt.players import BatchPlayer
+
+
+class DQNPlayer(BatchPlayer):
+    """Greedy play by the afterstate values: one forward pass over every legal afterstate.
+
+    ``rules`` (``Rules``): the exact values the rules give replace the network's in move selection;
+    ``NO_RULES``, or ``without_rules()``, lets the network play alone.
+    """
+
+    name = "dqn"
+    batched_on_device = True
+
+    def __init__(self, game: Game, net: ValueNet, network: dict | None = None, rules: Rules = Rules()) -> None:
+        super().__init__(game)
+        self.net = net
+        self.network = network
+        self.rules = rules
+        self._learner: Trainer | None = None
+
+    def without_rules(self) -> DQNPlayer:
+        """The same network playing alone, with no rule in move selection."""
+        return DQNPlayer(self.game, self.net, self.network, NO_RULES)
+
+    def values(self, games: BatchedGames, rows) -> torch.Tensor:
+        """Afterstate values of the games ``rows`` as this player ranks them (its rules applied)."""
+        return afterstate_values(self.net, games, rows, self.rules)
+
+    def act_batch(self, games: BatchedGames, rng=None):
+        """Greedy moves of numpy games, or of games on a device (wherever the network is)."""
+        xp = games.xp
+        actions = xp.full(len(games), -1, "int64")
+        live = xp.flatnonzero(~games.done)
+        if len(live):
+            actions[live] = xp.from_tensor(self.values(games, live)).argmax(1)
+        return actions
+
+    def learn_from_game(self, states: list[State]) -> bool:
+        """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
+        if self._learner is None:
+            r = self.rules
+            settings = Config(opponent="self_play", opponent_after="self_play", gamma=r.gamma)
+            device = "cpu" if module_device(self.net).type == "cpu" else "cuda"  # learn where the network is
+            # the player's rules but the threat chains bootstrap the TD targets
+            self._learner = Trainer(self.game, None, settings, 1, arrays_for(array_device(device)).generator(0),
+                                    net=self.net, device=device, rules=Rules(r.wins, r.losses, r.forks, r.gamma))
+        for state in states[1:]:
+            self._learner.step(self._learner.xp.asarray(np.array([state.last_action])))
+        return True
+
+    def action_values(self, state: State) -> dict[int, float]:
+        games = BatchedGames.from_states([state])
+        values = self.values(games, np.array([0]))[0]
+        return {cell: float(values[cell]) for cell in state.legal_actions()}
+
+    def save(self, path) -> None:
+        save_checkpoint(path, {"kind": "dqn", "game": self.game.name, "network": self.network,
+                               "rules": asdict(self.rules), "weights": self.net.state_dict()})
+
+
+def player_from_checkpoint(payload: dict) -> DQNPlayer:
+    """The greedy player of a ``dqn`` checkpoint (one without ``rules``: exact wins, as its ``exact_wins`` says)."""
+    game = make_game(payload["game"])
+    net = build_value_net(OmegaConf.create(payload["network"]), game)
+    net.load_state_dict(payload["weights"])
+    net.eval()
+    rules = Rules(**payload["rules"]) if "rules" in payload else Rules(wins=bool(payload.get("exact_wins", True)))
+    return DQNPlayer(game, net, payload["network"], rules)
+

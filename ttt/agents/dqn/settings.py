@@ -1,0 +1,79 @@
+"""The learner's settings (``Config``, the schema of ``configs/agent/dqn.yaml`` and the one home of
+each default), and what follows from them alone: the move-selection rules and the exploration rate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttt.agents.dqn.curriculum import OPPONENTS
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, check_choice, check_ranges
+from ttt.games.exact import Rules
+
+
+@dataclass
+class Config:
+    """Settings of ``configs/agent/dqn.yaml`` (checked by Hydra at composition)."""
+
+    name: str = "dqn"
+    optimizer: str = "adam"  # adam | sgd
+    lr: float = 1e-3
+    first_lr: float = 0.0  # learning rate of the first (line-detector) layer; 0 = lr
+    gamma: float = 0.9
+    loss: str = "huber"  # huber | mse
+    epsilon: float = 0.1  # exploration rate at the start
+    epsilon_final: float = 0.1  # reached linearly after epsilon_decay_episodes (equal: constant)
+    epsilon_decay_episodes: int = 0
+    opponent: str = "random"  # random | frozen | benchmark | self_play: before switch_episode
+    opponent_after: str = "frozen"  # from switch_episode on
+    switch_episode: int = 5000
+    refresh_every: int = 0  # re-take the frozen copy every this many episodes (0 = never)
+    frozen_epsilon: float = 0.0  # the frozen copy's own exploration
+    benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
+    final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
+    exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
+    exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
+    play_forks: bool = False  # the trained player (evaluations, checkpoint) values forks exactly; training moves do not
+    play_threats: int = 0  # ... and chains of up to this many forcing threats ending in a fork (Rules.threats)
+    rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
+    fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
+    # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
+    frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
+    random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
+    rank_labels: int = 0  # pairs of afterstates per ply, from as many games of random play, whose order the
+    # rules know (a non-losing move above a losing one, a win above a non-win), trained by a margin loss (rank_pairs)
+    rank_moves: int = 0  # with rank_labels, each position pairs its higher move with the K lower moves the
+    # network values most (rank_labels // 2 positions of each order); 0 = with one drawn at random
+    rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
+    rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
+    # exactly one move does not lose (a forced block), whose higher move is then the best move
+    rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
+    # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
+    symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the key, on values the schema's types cannot rule out."""
+        for key in ("opponent", "opponent_after"):
+            check_choice("agent.", self, key, OPPONENTS)
+        check_choice("agent.", self, "optimizer", ("adam", "sgd"))
+        check_choice("agent.", self, "loss", ("huber", "mse"))
+        check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
+                                      "epsilon_final": UNIT,
+                                      "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
+                                      "epsilon_decay_episodes": NON_NEGATIVE, "switch_episode": NON_NEGATIVE,
+                                      "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
+                                      "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
+                                      "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
+                                      "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE})
+
+
+def training_rules(settings: Config) -> Rules:
+    """The rules of move selection while training: exact wins and, with ``exact_losses``, exact losses."""
+    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), False, float(settings.gamma))
+
+
+def epsilon_at(settings: Config, episode: int) -> float:
+    """The exploration rate after ``episode`` training games (linear schedule)."""
+    if settings.epsilon_decay_episodes <= 0:
+        return float(settings.epsilon)
+    frac = min(episode / settings.epsilon_decay_episodes, 1.0)
+    return float(settings.epsilon + frac * (settings.epsilon_final - settings.epsilon))

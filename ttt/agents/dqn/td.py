@@ -1,0 +1,78 @@
+"""The TD(0) rule: the targets of one ply and the loss that moves the values toward them.
+
+Per learning seat of each game:
+
+* after each of its moves except its first, V(previous afterstate) moves toward
+  ``gamma * V(new afterstate)`` (intermediate rewards are 0), the target detached (``td0_targets``);
+* when its own move ends the game, the new afterstate is terminal: its exact value is the reward
+  r (+1 win, 0 draw), so the previous afterstate's target is ``gamma * r`` and the terminal
+  afterstate itself moves toward r (so that winning moves score +1 when moves are chosen);
+* when the opponent's move ends the game, its last afterstate moves toward the reward (-1 loss,
+  0 draw), with no bootstrap (``final_targets``). Losses are learned.
+
+The bootstrap V(new afterstate) is the value move selection gave the chosen move
+(``bootstrap_values``): where the move-selection rules know an afterstate's value exactly (an exact
+win +1, with ``exact_losses`` an exact loss -1), that value, not the network's estimate. This is a
+choice of the design: the rules' values are what the player acts on, and they are the true values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ttt.games.arrays import arrays_of
+
+
+@dataclass
+class Targets:
+    """Training examples of one ply: afterstates (mover's view), their targets and the games they came from."""
+
+    obs: np.ndarray  # (N, cells) float32
+    targets: np.ndarray  # (N,) float32
+    rows: np.ndarray  # (N,) game index
+
+    @staticmethod
+    def concat(parts: list[Targets]) -> Targets:
+        xp = arrays_of(parts[0].obs)
+        return Targets(xp.astype(xp.concat([p.obs for p in parts]), "float32"),
+                       xp.astype(xp.concat([p.targets for p in parts]), "float32"),
+                       xp.astype(xp.concat([p.rows for p in parts]), "int64"))
+
+
+def td0_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, after: np.ndarray,
+                new_value: np.ndarray, terminal: np.ndarray, reward: np.ndarray, gamma: float) -> Targets:
+    """The TD(0) targets of the movers' seats after one move in the games ``rows``.
+
+    Per mover: its previous afterstate ``prev`` (when ``has_prev``) moves toward ``gamma * V(after)``,
+    or ``gamma * reward`` when the new afterstate ``after`` is terminal; a terminal ``after`` itself moves
+    toward ``reward`` (+1 win, 0 draw). ``new_value`` is V(after) (a constant: no gradient).
+    numpy arrays or tensors on one device, alike (``ttt.games.arrays``).
+    """
+    boot = arrays_of(reward).where(terminal, reward, new_value)
+    return Targets.concat([
+        Targets(prev[has_prev], gamma * boot[has_prev], rows[has_prev]),
+        Targets(after[terminal], reward[terminal], rows[terminal]),
+    ])
+
+
+def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, reward: np.ndarray) -> Targets:
+    """When a game ends on the opponent's move, the waiting seat's last afterstate moves toward its
+    reward, ``-reward`` of the mover (-1 loss, 0 draw), with no bootstrap."""
+    return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
+
+
+def bootstrap_values(values: torch.Tensor | None, chosen, xp) -> np.ndarray:
+    """V(new afterstate) of each learner's move: ``values`` (one row per learner, as move selection
+    ranked the moves, the rules' exact values included) at the ``chosen`` cells; empty without learners."""
+    if values is None:
+        return xp.zeros(0, "float32")
+    return xp.from_tensor(values[xp.to_tensor(xp.arange(len(chosen))), xp.to_tensor(chosen)])
+
+
+def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str) -> torch.Tensor:
+    """The mean ``huber`` or ``mse`` loss of the predictions against their (constant) targets."""
+    return F.huber_loss(pred, target) if loss == "huber" else F.mse_loss(pred, target)

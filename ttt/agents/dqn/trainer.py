@@ -1,0 +1,274 @@
+"""A batch of training games, the learning network, its optimiser and the opponents: ``Trainer``.
+
+``num_envs`` games run side by side; each ply is one forward pass over every legal afterstate of
+every game where a learner moves, and one optimiser step over every training example of that ply
+(``ttt.agents.dqn.td``: the TD(0) targets; ``ttt.agents.dqn.labels``: the rules' labels and rank
+pairs). With ``num_envs=1`` this is exactly the online per-game algorithm.
+
+Devices (``device=cpu|cuda``, ``ttt.device``). The trainer is written once against
+``ttt.games.arrays``: on the CPU the games and the trainer's per-game arrays are numpy arrays and
+random numbers come from a numpy generator; on a GPU they are torch tensors there, drawn from a
+``torch.Generator``, and the networks, move selection, the TD targets and the random, benchmark and
+frozen opponents run there too. Per ply only sizes (how many games a learner moves in, how many
+ended) reach the host; the logged loss is summed on the device and read when it is logged.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import torch
+
+from ttt.agents.dqn import curriculum
+from ttt.agents.dqn.curriculum import OPPONENT_PHASES
+from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets
+from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
+from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
+from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, td0_targets, td_loss
+from ttt.checkpoint import CheckpointError
+from ttt.config import agent_settings
+from ttt.device import array_device, torch_device
+from ttt.games import BatchedGames, Game
+from ttt.games.arrays import arrays_for
+from ttt.games.exact import Rules
+from ttt.games.threats import MoveTactics, move_tactics
+from ttt.nets.structured import ValueNet, build_value_net
+from ttt.players import BenchmarkPlayer
+
+# the per-game arrays a checkpoint holds: the BatchedGames state, then the trainer's own
+GAME_ARRAYS = ("board", "to_play", "done", "winner", "num_moves", "last_action")
+TRAINER_ARRAYS = ("agent_seat", "opponent", "pool_index", "prev", "has_prev")
+
+
+def make_optimizer(settings: Config, net: torch.nn.Module) -> torch.optim.Optimizer:
+    """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
+    set (> 0)."""
+    if settings.first_lr > 0:
+        params = [{"params": net.first.parameters(), "lr": settings.first_lr}, {"params": net.rest.parameters()}]
+    else:
+        params = net.parameters()
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=settings.lr)
+    return torch.optim.Adam(params, lr=settings.lr)
+
+
+class Trainer:
+    """``num_envs`` training games, the learning network, its optimiser and the opponents.
+
+    ``step()`` plays one ply in every game and makes one TD(0) update; it returns that ply's training
+    examples. Everything it needs to continue is in ``state_dict()``.
+
+    ``device`` ``"cpu"`` (numpy games, ``rng`` a ``np.random.Generator``) or ``"cuda"`` (everything on
+    the GPU, ``rng`` a ``torch.Generator`` there; ``arrays_for(array_device(device)).generator(seed)``
+    makes either). ``ttt.device.TORCH_CPU`` runs the GPU's code path with tensors on the CPU.
+    ``rules``: the move-selection rules, by default those of the settings (``training_rules``).
+    """
+
+    def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng,
+                 net: ValueNet | None = None, device: str = "cpu", rules: Rules | None = None) -> None:
+        # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
+        settings = agent_settings(agent_cfg, Config)
+        self.game, self.settings, self.rng = game, settings, rng
+        self.rules = training_rules(settings) if rules is None else rules
+        self.device = device
+        self.xp = xp = arrays_for(array_device(device))
+        self.net = (build_value_net(network_cfg, game) if net is None else net).to(torch_device(device))
+        self.optimizer = make_optimizer(settings, self.net)
+        self.pool: list[ValueNet] = []  # frozen copies, oldest first
+        self.frozen_taken_at = -1
+        self.frozen_refreshes = 0
+        self.benchmark = BenchmarkPlayer(game)
+        self.games = BatchedGames(game, num_envs, xp.device)
+        envs = xp.arange(num_envs)
+        self.agent_seat = xp.astype(xp.where(envs % 2 == 0, 1, -1), "int8")  # seats alternate per game
+        self.opponent = xp.zeros(num_envs, "int8")  # each game's opponent (OPPONENT_PHASES code)
+        self.pool_index = xp.zeros(num_envs, "int64")  # the frozen copy each game plays
+        self.prev = xp.zeros((num_envs, 2, game.num_cells), "float32")  # last afterstate per seat
+        self.has_prev = xp.zeros((num_envs, 2), "bool")
+        self.episodes = 0
+        self.steps = 0
+        # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
+        self.loss_sum = torch.zeros((), dtype=torch.float64, device=torch_device(device))
+        self.loss_count = 0
+        curriculum.refresh_frozen(self)
+        curriculum.draw_opponents(self, envs, xp.zeros(num_envs, "int64"))
+        # positions of random play, one ply further every step, labelled by the rules alone: the positions
+        # self-play rarely reaches (several open threats at once) still teach the network what the rules know
+        labels = max(settings.random_labels, settings.rank_labels)
+        self.label_games = BatchedGames(game, labels, xp.device) if labels else None
+
+    @property
+    def frozen(self) -> ValueNet | None:
+        """The newest frozen copy (None before the curriculum takes one)."""
+        return self.pool[-1] if self.pool else None
+
+    def phase(self) -> str:
+        """The opponent of games that start now."""
+        return curriculum.phase(self.settings, self.episodes)
+
+    def phase_label(self) -> str:
+        """The opponents of games that start now, for people: e.g. ``80% benchmark / 20% frozen``."""
+        return curriculum.phase_label(self.settings, self.episodes, len(self.pool))
+
+    def learner_mask(self):
+        """Games whose player to move learns: the agent's seat, or both seats in self-play games."""
+        return (self.games.to_play == self.agent_seat) | (self.opponent == OPPONENT_PHASES["self_play"])
+
+    def tactics(self, rows) -> MoveTactics | None:
+        """``move_tactics`` of the games ``rows`` when the rules or the rule labels need them, else None."""
+        if not (self.rules.needs_tactics() or self.settings.rule_labels) or not len(rows):
+            return None
+        g = self.games
+        return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
+
+    # ---- one ply in every game
+    def step(self, actions=None) -> Targets:
+        """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move.
+
+        Returns the ply's training examples (before any symmetry augmentation), on the trainer's device."""
+        g, rng, settings, xp = self.games, self.rng, self.settings, self.xp
+        mover = xp.copy(g.to_play)
+        lrn = xp.flatnonzero(self.learner_mask())
+        chosen = xp.full(len(g), -1, "int64")
+        tactics = self.tactics(lrn)
+        values = afterstate_values(self.net, g, lrn, self.rules, tactics) if len(lrn) else None
+        if actions is not None:
+            chosen[:] = xp.asarray(actions)
+        else:
+            if len(lrn):
+                chosen[lrn] = epsilon_greedy(values, epsilon_at(settings, self.episodes), rng, xp)
+            curriculum.opponent_moves(self, xp.flatnonzero(~self.learner_mask()), chosen)
+        new_value = bootstrap_values(values, chosen[lrn], xp)
+        # the learners' boards before the move and their new afterstates, from the mover's view
+        views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
+        after = xp.copy(views)
+        after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
+
+        # scripted moves are checked; chosen ones come from legal masks (on a GPU, checking would wait for it)
+        ended = xp.flatnonzero(g.play(chosen, check=actions is not None or not xp.is_torch))
+        reward = xp.astype(xp.astype(g.winner, "int64") * mover, "float32")  # the mover's view, 0 if not over
+        seat = xp.astype(mover[lrn] < 0, "int64")
+        other = xp.astype(mover[ended] > 0, "int64")  # seat index of the player who did not move
+        parts = [
+            td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
+                        g.done[lrn], reward[lrn], float(settings.gamma)),
+            final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
+        ]
+        if settings.rule_labels and tactics is not None:
+            parts.append(rule_targets(lrn, views, tactics, float(settings.gamma), self.game,
+                                      settings.fork_defence_labels, rng))
+        pairs = None
+        if self.label_games is not None:
+            labels, pairs = random_position_labels(self.label_games, settings, self.net, rng)
+            parts.append(labels)
+        batch = Targets.concat(parts)
+        self._update(batch.obs, batch.targets, pairs)
+
+        # remember the learners' afterstates; start new games where games ended
+        self.prev[lrn, seat] = after
+        self.has_prev[lrn, seat] = True
+        self.steps += 1
+        if len(ended):
+            self.has_prev[ended] = False
+            self.agent_seat[ended] *= -1
+            g.reset(g.done)
+            curriculum.draw_opponents(self, ended, self.episodes + 1 + xp.arange(len(ended)))
+            self.episodes += len(ended)
+            curriculum.refresh_frozen(self)
+        return batch
+
+    def _symmetric(self, boards):
+        """Each board as a random one of its symmetric images (``symmetry_augment``), else as it is."""
+        if not self.settings.symmetry_augment or not len(boards):
+            return boards
+        # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
+        # of every line in an orbit then learn from a threat seen on any of them
+        xp = self.xp
+        symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
+        perms = symmetries[xp.integers(self.rng, len(symmetries), len(boards))]
+        return boards[xp.arange(len(boards))[:, None], perms]
+
+    def _update(self, obs, targets, pairs=None) -> None:
+        """One optimiser step on the TD targets of this ply (targets are constants: detached), plus
+        ``rank_weight`` times ``rank_loss`` on ``pairs`` (higher, lower, above) when given."""
+        if len(targets) == 0:
+            return
+        xp = self.xp
+        pred = self.net(xp.to_tensor(self._symmetric(obs)))
+        target = xp.to_tensor(targets)
+        loss = td_loss(pred, target, self.settings.loss)
+        loss_value = loss.detach()
+        if pairs is not None and len(pairs[1]):
+            higher, lower, above = pairs
+            boards = self._symmetric(xp.concat([higher, lower]))
+            higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
+            loss = loss + self.settings.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.loss_sum += loss_value.double() * len(targets)
+        self.loss_count += len(targets)
+
+    def take_loss(self) -> float:
+        """Mean TD loss since the previous call (nan when there was no update)."""
+        mean = float(self.loss_sum) / self.loss_count if self.loss_count else float("nan")
+        self.loss_sum.zero_()
+        self.loss_count = 0
+        return mean
+
+    # ---- checkpoint state
+    def state_dict(self) -> dict:
+        g, xp = self.games, self.xp
+
+        def saved(x):  # a CPU tensor copy of a per-game array
+            return xp.to_tensor(xp.copy(x)).cpu()
+
+        generator = {"device": self.rng.get_state()} if xp.is_torch else {"numpy": self.rng.bit_generator.state}
+        return {
+            "weights": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "pool": [f.state_dict() for f in self.pool],
+            "frozen_taken_at": self.frozen_taken_at,
+            "frozen_refreshes": self.frozen_refreshes,
+            "episodes": self.episodes,
+            "steps": self.steps,
+            "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
+                     **{name: saved(getattr(self, name)) for name in TRAINER_ARRAYS}},
+            "label_games": None if self.label_games is None else
+            {name: saved(getattr(self.label_games, name)) for name in GAME_ARRAYS},
+            "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
+        }
+
+    def load_state_dict(self, s: dict) -> None:
+        self.net.load_state_dict(s["weights"])
+        self.optimizer.load_state_dict(s["optimizer"])
+        self.pool = []
+        for weights in s["pool"]:
+            frozen = copy.deepcopy(self.net).requires_grad_(False)
+            frozen.load_state_dict(weights)
+            self.pool.append(frozen)
+        self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
+        self.episodes, self.steps = s["episodes"], s["steps"]
+        g, envs, xp = self.games, s["envs"], self.xp
+        if tuple(envs["board"].shape) != tuple(g.board.shape):
+            raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {len(g)}")
+        saved_on = "cuda" if "device" in s["rng"] else "cpu"
+        if saved_on != ("cuda" if xp.is_torch else "cpu"):
+            raise CheckpointError(f"this run was trained with device={saved_on}; resume it with device={saved_on}")
+        for name in GAME_ARRAYS:
+            getattr(g, name)[:] = xp.asarray(envs[name].numpy())
+        for name in TRAINER_ARRAYS:
+            saved = envs[name] if name in envs else envs["kind"]  # older checkpoints name it "kind"
+            getattr(self, name)[:] = xp.asarray(saved.numpy())
+        if self.label_games is not None:
+            for name in GAME_ARRAYS:
+                getattr(self.label_games, name)[:] = xp.asarray(s["label_games"][name].numpy())
+        if xp.is_torch:
+            self.rng.set_state(s["rng"]["device"])
+        else:
+            self.rng.bit_generator.state = s["rng"]["numpy"]
+        torch.set_rng_state(s["rng"]["torch"])
+        random.setstate(s["rng"]["python"])
+
+

@@ -1,0 +1,37 @@
+"""AlphaZero's policy-value network: the body every network here shares (``build_body``), then a
+policy head (one logit per cell) and a Tanh value head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ttt.games import Game
+from ttt.nets.structured import build_body
+
+
+class PolicyValueNet(nn.Module):
+    """(N, cells) boards from the mover's view -> (N, cells) policy logits and (N,) values in [-1, 1].
+
+    The trunk is ``ttt.nets.structured.build_body`` (PyTorch's default initialisation), then a policy
+    head and a Tanh value head.
+    """
+
+    def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
+                 detectors: int = 4, bias: bool = True) -> None:
+        super().__init__()
+        network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias}
+        first, layers, width = build_body(network, game, xavier=False)
+        self.trunk = nn.Sequential(first, nn.Tanh(), *layers)
+        self.policy = nn.Linear(width, game.num_cells)  # heads keep their biases: priors and values need offsets
+        self.value = nn.Linear(width, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(x)
+        return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
+
+
+def build_policy_value_net(game: Game, network: dict) -> PolicyValueNet:
+    """The network a ``network`` config (kind, hidden, detectors, bias) describes, for ``game``."""
+    return PolicyValueNet(game, str(network["kind"]), list(network["hidden"]), int(network.get("detectors", 4)),
+                          bool(network.get("bias", True)))
