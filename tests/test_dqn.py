@@ -712,7 +712,8 @@ def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_train
     from ttt.train import train
 
     cfg = compose_train(["+experiment=dqn_33", "episodes=8", "eval_every=0", "eval_opponents=[random]",
-                         "agent.final_eval_games=2", "num_envs=4", f"agent.play_forks={play_forks}",
+                         "agent.final_eval_games=2", "num_envs=4", "agent.exact_forks=false", "agent.exact_losses=false",
+                         "agent.random_labels=0", f"agent.play_forks={play_forks}",
                          f"agent.play_threats={play_threats}"])
     train(cfg)
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
@@ -734,3 +735,45 @@ def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
     other.load_state_dict(state)
     np.testing.assert_array_equal(other.opponent, t.opponent)
     continue_identically(t, other, 10)
+
+
+def test_exact_forks_values_forks_in_the_training_moves():
+    from ttt.agents.dqn import Config, training_rules
+    from ttt.agents.dqn.moves import afterstate_values
+
+    game = make_game("3x3")
+    games = BatchedGames(game, 1)
+    for cell in (0, 4, 8, 2):  # X corner, O centre, X corner, O corner: X to move has a fork at 6
+        games.play(np.array([cell]))
+    t = move_tactics(games.board, games.to_play, games.legal_mask(), game)
+    forks = np.flatnonzero(t.fork[0])
+    assert forks.tolist() and not t.win[0].any()
+    torch.manual_seed(0)
+    net = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [8], "bias": True}), game)
+    with_forks = training_rules(Config(exact_forks=True, gamma=0.9))
+    without = training_rules(Config(gamma=0.9))
+    assert with_forks.forks and not without.forks
+    valued = afterstate_values(net, games, np.array([0]), with_forks)[0]
+    plain = afterstate_values(net, games, np.array([0]), without)[0]
+    assert torch.allclose(valued[forks], torch.tensor(0.9)) and not torch.allclose(plain[forks], torch.tensor(0.9))
+
+
+def test_search_labels_train_unvalued_afterstates_toward_the_opponents_best_reply():
+    from ttt.agents.dqn import Config
+    from ttt.agents.dqn.labels import reply_targets
+    from ttt.games.exact import Rules
+
+    game = make_game("3x3")
+    torch.manual_seed(0)
+    net = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [8], "bias": True}), game)
+    games = BatchedGames(game, 32)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        games.play(np.array([np.flatnonzero(row)[0] for row in games.legal_mask()]))
+    labels, _ = random_position_labels(games, Config(random_labels=64, search_labels=True), net, rng)
+    plain, _ = random_position_labels(games, Config(random_labels=64), net, np.random.default_rng(0))
+    ruled = np.isin(labels.targets, [1.0, -1.0]) | ((labels.targets > 0) & np.isclose(labels.targets, 0.9))
+    searched = labels.obs[~ruled]
+    assert len(searched) > 0 and np.isin(plain.targets, [1.0, -1.0, np.float32(0.9)]).all()
+    want = reply_targets(net, searched, game, 0.9, Rules(gamma=0.9))
+    np.testing.assert_allclose(labels.targets[~ruled], want, rtol=1e-6)

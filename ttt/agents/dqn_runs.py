@@ -64,7 +64,8 @@ from ttt.players.fixed import BenchmarkPlayer
 RANDOM, FROZEN, BENCHMARK, SELF_PLAY = (OPPONENT_PHASES[k] for k in ("random", "frozen", "benchmark", "self_play"))
 
 # settings a run side by side cannot take: (key, the value that is allowed)
-UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False))
+UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False),
+               ("exact_forks", False))
 
 
 def check_side_by_side(cfg: DictConfig) -> None:

@@ -3,7 +3,8 @@
 * Rule labels (``rule_targets``): every afterstate whose value the rules know (``ttt.games.exact``:
   a win +1, a move that lets the opponent win at once -1, a fork ``gamma``) with that value as its
   target, from the learner's own positions (``rule_labels``) or sampled from positions of random play
-  (``random_labels``).
+  (``random_labels``), and with ``search_labels`` random-play afterstates the rules do not value,
+  toward the network's value of the opponent's best reply (``reply_targets``).
 * Rank pairs (``rank_pairs``): two afterstates of one position whose order the rules know (a move that
   does not lose at once above one that does, a win above a non-win), trained by a hinge on the logits
   (``rank_loss``) at ``rank_weight`` beside the TD loss (``rank_labels``).
@@ -18,6 +19,7 @@ import numpy as np
 import torch.nn.functional as F
 
 from ttt.agents.dqn.moves import afterstate_values
+from ttt.agents.dqn.settings import training_rules
 from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.arrays import arrays_of
@@ -120,7 +122,8 @@ def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng) ->
     views = xp.astype(board * to_play[:, None], "float32")
     t = move_tactics(board, to_play, legal, game)
     if settings.random_labels:
-        labels = sampled_rule_labels(views, t, settings.random_labels, float(settings.gamma), game, rng)
+        search = (legal, net, training_rules(settings)) if settings.search_labels else None
+        labels = sampled_rule_labels(views, t, settings.random_labels, float(settings.gamma), game, rng, search)
     else:  # rank pairs only
         labels = Targets(views[:0], xp.zeros(0, "float32"), xp.zeros(0, "int64"))
     pairs = None
@@ -142,14 +145,17 @@ def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng) ->
     return Targets(labels.obs, labels.targets, xp.full(len(labels.targets), -1, "int64")), pairs
 
 
-def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, game: Game, rng) -> Targets:
+def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, game: Game, rng,
+                        search: tuple | None = None) -> Targets:
     """Up to ``count`` rule-labelled afterstates of the positions ``views``, a third of each kind
-    (win, loss, fork)."""
+    (win, loss, fork). With ``search = (legal, net, rules)`` a quarter of each kind, and a quarter
+    afterstates the rules do not value, trained toward the network's value of the opponent's best
+    reply (``reply_targets``)."""
     xp = arrays_of(views)
     labels = rule_targets(xp.arange(len(views)), views, tactics, gamma, game)
     # a bounded sample, a third for each kind of label: immediate losses outnumber wins and forks by
     # some thirty to one in random play, and a uniform sample taught the network little but losses
-    share = count // 3
+    share = count // (4 if search is not None else 3)
     keys = xp.random(rng, (1, len(labels.targets)))[0]
     pick = []
     for label in (labels.targets == 1.0, labels.targets == -1.0, (labels.targets > 0) & (labels.targets < 1)):
@@ -158,4 +164,39 @@ def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, g
             idx = idx[keys[idx] <= xp.kth_smallest(keys[idx][None], share)[0]] if share else idx[:0]
         pick.append(idx)
     pick = xp.concat(pick)
-    return Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
+    labels = Targets(labels.obs[pick], labels.targets[pick], labels.rows[pick])
+    if search is not None and share:
+        legal, net, rules = search
+        rest = legal & ~(tactics.win | tactics.loss | tactics.fork)
+        keys = xp.where(rest, xp.random(rng, tuple(rest.shape)), 2.0).reshape(-1)
+        if int(rest.sum()) > share:
+            rest = rest & (keys <= xp.kth_smallest(keys[None], share)[0]).reshape(tuple(rest.shape))
+        e, cell = xp.nonzero(rest)
+        after = _afterstates(views, e, cell)
+        labels = Targets.concat([labels, Targets(after, reply_targets(net, after, game, gamma, rules), e)])
+    return labels
+
+
+def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.ndarray:
+    """Targets for afterstates ``after`` (N, cells; mover's view, +1 the mover, none of them terminal)
+    from a search of the opponent's replies, valued by ``net`` with ``rules`` (exact wins, ...).
+
+    The opponent takes its best reply, worth v to it. By the TD(0) rule's values (a win on the
+    opponent's next move -1, undiscounted; a win of the mover on its next move gamma) the afterstate is
+    then worth ``-v`` when v > 0 (the opponent is winning: its win is as near to it as to us) and
+    ``-gamma * v`` when v <= 0 (we are winning: our win is one move further from us than from the
+    reply). A full board is a draw, 0. numpy arrays or tensors on one device, alike.
+    """
+    xp = arrays_of(after)
+    n = len(after)
+    if n == 0:
+        return xp.zeros(0, "float32")
+    replies = BatchedGames(game, n, xp.device)
+    replies.board[:] = xp.astype(after, "int8")
+    replies.to_play[:] = -1
+    replies.num_moves[:] = xp.astype((replies.board != 0).sum(1), "int16")
+    values = xp.from_tensor(afterstate_values(net, replies, xp.arange(n), rules))
+    best = values.max(1) if not xp.is_torch else values.amax(1)
+    full = ~replies.legal_mask().any(1)
+    best = xp.where(full, 0.0, best)
+    return xp.astype(xp.where(best > 0, -best, -gamma * best), "float32")

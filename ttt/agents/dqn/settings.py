@@ -32,6 +32,7 @@ class Config:
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
+    exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
     play_forks: bool = False  # the trained player (evaluations, checkpoint) values forks exactly; training moves do not
     play_threats: int = 0  # ... and chains of up to this many forcing threats ending in a fork (Rules.threats)
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
@@ -48,6 +49,8 @@ class Config:
     # exactly one move does not lose (a forced block), whose higher move is then the best move
     rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
     # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
+    search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
+    # trained toward the network's value of the opponent's best reply (labels.reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
 
     def __post_init__(self) -> None:
@@ -67,8 +70,9 @@ class Config:
 
 
 def training_rules(settings: Config) -> Rules:
-    """The rules of move selection while training: exact wins and, with ``exact_losses``, exact losses."""
-    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), False, float(settings.gamma))
+    """The rules of move selection while training: exact wins, and exact losses and forks when set."""
+    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), bool(settings.exact_forks),
+                 float(settings.gamma))
 
 
 def epsilon_at(settings: Config, episode: int) -> float:
