@@ -712,8 +712,8 @@ def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_train
     from ttt.train import train
 
     cfg = compose_train(["+experiment=dqn_33", "episodes=8", "eval_every=0", "eval_opponents=[random]",
-                         "agent.final_eval_games=2", "num_envs=4", "agent.exact_forks=false", "agent.exact_losses=false",
-                         "agent.random_labels=0", f"agent.play_forks={play_forks}",
+                         "agent.final_eval_games=2", "num_envs=4", "agent.exact_forks=false",
+                         "agent.exact_losses=false", "agent.random_labels=0", f"agent.play_forks={play_forks}",
                          f"agent.play_threats={play_threats}"])
     train(cfg)
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)

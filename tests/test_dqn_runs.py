@@ -10,11 +10,12 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents.dqn import Config, Trainer
-from ttt.agents.dqn_runs import SideBySide, StackedNets
+from ttt.agents.dqn_runs import SideBySide
 from ttt.checkpoint import load_checkpoint
 from ttt.cli import run_cli
 from ttt.config import ConfigError
 from ttt.games import make_game
+from ttt.nets.stacked import StackedNets
 from ttt.nets.structured import build_value_net
 from ttt.train import train
 

@@ -269,14 +269,45 @@ def train_section(seconds: float, settings: Settings) -> dict[str, float]:
 
 
 ONLINE_RUNS = (1, 4, 16)
+ONLINE_NETWORK = {"kind": "structured", "detectors": 4, "hidden": [32], "bias": False}
+ONLINE_AGENT = dict(optimizer="sgd", lr=0.005, gamma=1.0, loss="mse", epsilon=0.1)
+
+
+def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", opponent: str = "self_play",
+                      alone: bool = False) -> float:
+    """Training games per second, all runs together, of ``runs`` runs side by side of the paper's online
+    protocol (deep structured network without biases, SGD 0.005, gamma 1, squared error, epsilon 0.1,
+    one game at a time per run); with ``alone`` one run of the single-run ``Trainer`` (``num_envs=1``)."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from ttt.agents.dqn import Config, Trainer
+    from ttt.agents.dqn_runs import SideBySide
+
+    network = OmegaConf.create(ONLINE_NETWORK)
+    agent = Config(**ONLINE_AGENT, opponent=opponent, opponent_after=opponent)
+    game = make_game(board)
+    torch.manual_seed(0)
+    trainer = Trainer(game, network, agent, 1, np.random.default_rng(0)) if alone else \
+        SideBySide(game, network, agent, list(range(runs)), 1)
+
+    def played() -> int:
+        return int(trainer.episodes) if alone else int(trainer.episodes.sum())
+
+    for _ in range(3):
+        trainer.step()
+    start, t0 = played(), time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        trainer.step()
+    return (played() - start) / (time.perf_counter() - t0)
+
+
 
 
 def online_section(seconds: float, settings: Settings) -> dict[str, float]:
     """The paper's online protocol (Score Four, deep structured network, SGD, self-play, one game at a
     time per run): total training games per second of K runs side by side in one process (``seeds=K``),
     and of one run of the single-run trainer (``num_envs=1``) for comparison. Always on the CPU."""
-    from ttt.agents.dqn_runs import online_throughput
-
     out = {}
     if settings.device != "cpu":
         print("online  runs side by side train on the CPU; measured there", flush=True)

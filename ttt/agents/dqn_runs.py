@@ -16,13 +16,10 @@ by its own ``ttt.training.Run``: it can be resumed, plotted and benchmarked like
 with its group. A run that reaches ``episodes`` evaluates and leaves the lockstep; the others go on.
 Ctrl-C or SIGTERM saves every run and prints the command that resumes the group.
 
-What runs side by side: the curriculum (``opponent``, ``opponent_after``, ``switch_episode``,
-``benchmark_fraction``, ``frozen_pool``, ``refresh_every``, ``frozen_epsilon``), the epsilon
-schedule, SGD or Adam (``first_lr`` too), Huber or squared loss, ``gamma``, and the win and loss
-rules in move selection (``exact_wins``, ``exact_losses``); the trained player's own rules
-(``play_forks``, ``play_threats``) apply to its evaluations as in a single run. The recipe's label
-options (rule, random-play and rank labels, symmetry augmentation) and tied line detectors are
-refused with one line: train those runs one at a time.
+What runs side by side: the curriculum, the epsilon schedule, SGD or Adam (``first_lr`` too), Huber
+or squared loss, ``gamma``, the win and loss rules in move selection, and the trained player's own
+rules in its evaluations. The recipe's label options, ``exact_forks``, symmetry augmentation and tied
+line detectors are refused with one line (``UNSUPPORTED``): train those runs one at a time.
 
 Rounding: stacked products sum in another order than one network's, so a run side by side and the
 same seed alone agree to float rounding, not bit for bit; they make the same moves for hundreds of
@@ -32,7 +29,6 @@ games (a test pins 200) and then drift apart as any two roundings of a chaotic p
 from __future__ import annotations
 
 import contextlib
-import copy
 import random
 import sys
 import time
@@ -45,12 +41,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents.dqn import (
     GAME_ARRAYS,
-    NO_RULES,
     OPPONENT_PHASES,
     Config,
     DQNPlayer,
+    StackedOptimizer,
     epsilon_at,
-    make_optimizer,
     training_rules,
 )
 from ttt.checkpoint import save_checkpoint
@@ -58,7 +53,8 @@ from ttt.cli import Interrupted
 from ttt.config import ConfigError, agent_settings
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.threats import completing_moves, move_tactics
-from ttt.nets.structured import StructuredLayer, ValueNet, build_value_net
+from ttt.nets.stacked import StackedNets
+from ttt.nets.structured import build_value_net
 from ttt.players.fixed import BenchmarkPlayer
 
 RANDOM, FROZEN, BENCHMARK, SELF_PLAY = (OPPONENT_PHASES[k] for k in ("random", "frozen", "benchmark", "self_play"))
@@ -79,225 +75,6 @@ def check_side_by_side(cfg: DictConfig) -> None:
         raise ConfigError(f"seeds={cfg.seeds}: network.tie_orbits=true is not trained side by side")
     if str(cfg.get("device", "auto")) == "cuda":
         raise ConfigError(f"seeds={cfg.seeds}: runs side by side run on the CPU (device=cpu or auto)")
-
-
-# -------------------------------------------------------------------------------- stacked networks
-class StackedNets:
-    """K value networks of one architecture (``build_value_net``) as parameters with a leading run axis.
-
-    ``params[i]`` stacks parameter ``names[i]`` of every run (the order of ``named_parameters``). The
-    methods take parameters with any leading axis M (all runs, some of them, or one set per row,
-    gathered with ``take``) and boards (M, N, cells): row m is valued by parameter set m.
-    """
-
-    def __init__(self, nets: list[ValueNet]) -> None:
-        template = nets[0]
-        self.template = template
-        self.names = [name for name, _ in template.named_parameters()]
-        states = [dict(net.named_parameters()) for net in nets]
-        self.params = [torch.stack([s[name].detach() for s in states]) for name in self.names]
-        self.structured = isinstance(template.first, StructuredLayer)
-        if self.structured:
-            self.lines = template.first.lines  # (L, k) cells
-            num_lines, k = self.lines.shape
-            d = template.first.detectors
-            # where block entry (l, j, d) sits in a flattened (L*D, cells) dense weight
-            unit = torch.arange(num_lines)[:, None, None] * d + torch.arange(d)[None, None, :]
-            self.block_index = (unit * template.first.num_cells + self.lines[:, :, None]).reshape(-1)
-            self._dense: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        first_bias = ("first.bias" in self.names)
-        # (weight index, bias index or None) of each Linear in rest, in order
-        self.linears = []
-        for i, layer in enumerate(template.rest):
-            if isinstance(layer, torch.nn.Linear):
-                w = self.names.index(f"rest.{i}.weight")
-                b = self.names.index(f"rest.{i}.bias") if f"rest.{i}.bias" in self.names else None
-                self.linears.append((w, b))
-        self.first_w = self.names.index("first.weight")
-        self.first_b = self.names.index("first.bias") if first_bias else None
-        self.num_cells = template.first.num_cells if self.structured else template.first.in_features
-
-    def __len__(self) -> int:
-        return int(self.params[0].shape[0])
-
-    def take(self, index: torch.Tensor, params: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
-        """The parameter sets ``index`` (a long tensor of run numbers), copied."""
-        return [p.index_select(0, index) for p in (self.params if params is None else params)]
-
-    # ---- the layers, on boards as columns: (M, cells, N) -> (M, units, N)
-    def dense_first(self, w: torch.Tensor) -> torch.Tensor:
-        """The line detectors' blocks (M, L, k, D) placed in (M, L*D, cells) first-layer weights, zero off
-        the blocks. On a CPU one matrix product with these is several times faster than L products
-        of k x D blocks; only the blocks are parameters, and only they are trained. The result is a
-        buffer kept per M (only the block entries are written): use it before the next call."""
-        dense, index = self._dense_buffer(w.shape[0])
-        dense.put_(index, w.reshape(-1))
-        return dense
-
-    def _dense_buffer(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """A zero (M, L*D, cells) buffer and the flat positions of the M sets of blocks in it."""
-        if m not in self._dense:
-            size = self.template.first.out_features * self.num_cells
-            index = (torch.arange(m)[:, None] * size + self.block_index[None, :]).reshape(-1)
-            self._dense[m] = (torch.zeros(m, self.template.first.out_features, self.num_cells), index)
-        return self._dense[m]
-
-    def _activations(self, p: list[torch.Tensor], x: torch.Tensor) -> list[torch.Tensor]:
-        """The Tanh outputs of every layer, first to last, each (M, units, N), for boards ``x`` as
-        columns (M, cells, N)."""
-        w = p[self.first_w]
-        pre = torch.bmm(self.dense_first(w) if self.structured else w, x)
-        if self.first_b is not None:
-            pre = pre + p[self.first_b].unsqueeze(-1)
-        acts = [torch.tanh(pre)]
-        for w_i, b_i in self.linears:
-            pre = torch.bmm(p[w_i], acts[-1])
-            if b_i is not None:
-                pre = pre + p[b_i].unsqueeze(-1)
-            acts.append(torch.tanh(pre))
-        return acts
-
-    @torch.no_grad()
-    def forward(self, p: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        """(M, N, cells) boards -> (M, N) values in [-1, 1]."""
-        return self._activations(p, x.transpose(1, 2))[-1][:, 0]
-
-    @torch.no_grad()
-    def loss_and_grads(self, p: list[torch.Tensor], x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
-                       huber: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The per-example loss (M, N) of boards ``x`` (M, N, cells) toward ``target`` (M, N) and the
-        gradients of ``sum(weight * loss)`` with respect to ``p`` (back-propagation written out: the
-        network is a chain of Tanh layers). Huber loss with delta 1, or the squared error."""
-        xc = x.transpose(1, 2)
-        acts = self._activations(p, xc)
-        out = acts[-1][:, 0]
-        diff = out - target
-        if huber:
-            per = torch.where(diff.abs() < 1, 0.5 * diff * diff, diff.abs() - 0.5)
-            d_out = weight * diff.clamp(-1.0, 1.0)
-        else:
-            per = diff * diff
-            d_out = weight * 2.0 * diff
-        grads: list[torch.Tensor | None] = [None] * len(p)
-        g = (d_out * (1 - out * out)).unsqueeze(1)  # (M, 1, N): the output unit's pre-activation
-        for i in range(len(self.linears) - 1, -1, -1):
-            w_i, b_i = self.linears[i]
-            h = acts[i]
-            grads[w_i] = torch.bmm(g, h.transpose(1, 2))
-            if b_i is not None:
-                grads[b_i] = g.sum(2)
-            g = torch.bmm(p[w_i].transpose(1, 2), g) * (1 - h * h)
-        dense = torch.bmm(g, x)  # (M, units, cells)
-        if self.structured:  # the gradient of each block: its entries of the dense gradient
-            w = p[self.first_w]
-            grads[self.first_w] = dense.take(self._dense_buffer(w.shape[0])[1]).view(w.shape)
-        else:
-            grads[self.first_w] = dense
-        if self.first_b is not None:
-            grads[self.first_b] = g.sum(2)
-        return per, grads
-
-    @torch.no_grad()
-    def afterstate_values(self, p: list[torch.Tensor], boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """Values of every legal afterstate, (M, N, cells) boards (mover's view) -> (M, N, cells), -inf
-        where illegal. Only the legal afterstates are built and valued (at most 16 on Score Four)."""
-        m, n, cells = boards.shape
-        count = legal.sum(-1)
-        width = max(int(count.max()), 1)
-        # the legal cells of each board first, in order: (M, N, width), valid where < count
-        order = torch.sort((~legal).to(torch.int8), dim=-1, stable=True).indices[..., :width]
-        valid = torch.arange(width) < count.unsqueeze(-1)
-        after = boards.unsqueeze(2).repeat(1, 1, width, 1)  # (M, N, width, cells)
-        after.scatter_(3, order.unsqueeze(-1), valid.unsqueeze(-1).to(after.dtype))
-        values = self.forward(p, after.view(m, n * width, cells)).view(m, n, width)
-        out = torch.full((m, n, cells), float("-inf"))
-        out.scatter_(2, order, torch.where(valid, values, float("-inf")))
-        return out
-
-    # ---- one run as a module
-    def net(self, k: int) -> ValueNet:
-        """A ``ValueNet`` holding run ``k``'s weights (a copy)."""
-        net = copy.deepcopy(self.template)
-        net.load_state_dict(self.state_dict(k), strict=False)
-        return net
-
-    def state_dict(self, k: int, params: list[torch.Tensor] | None = None) -> dict:
-        """Run ``k``'s weights as the ``state_dict`` of a single-run ``ValueNet``."""
-        params = self.params if params is None else params
-        state = {name: p[k].detach().clone() for name, p in zip(self.names, params, strict=True)}
-        return {**{k_: v for k_, v in self.template.state_dict().items() if k_ not in state}, **state}
-
-    def load(self, k: int, state: dict, params: list[torch.Tensor] | None = None) -> None:
-        """Set run ``k``'s weights from a single-run ``state_dict``."""
-        with torch.no_grad():
-            for name, p in zip(self.names, self.params if params is None else params, strict=True):
-                p[k].copy_(state[name])
-
-
-class StackedOptimizer:
-    """SGD or Adam (``make_optimizer``'s settings) over stacked parameters, one state per run: a run
-    steps only when it has targets, as a single run skips the step of a ply without any."""
-
-    def __init__(self, a: Config, nets: StackedNets) -> None:
-        self.a, self.nets = a, nets
-        first = [name.startswith("first.") for name in nets.names]
-        self.lr = [a.first_lr if (a.first_lr > 0 and f) else a.lr for f in first]
-        self.adam = a.optimizer == "adam"
-        k = len(nets)
-        self.steps = torch.zeros(k, dtype=torch.float64)
-        if self.adam:
-            self.exp_avg = [torch.zeros_like(p) for p in nets.params]
-            self.exp_avg_sq = [torch.zeros_like(p) for p in nets.params]
-
-    @torch.no_grad()
-    def step(self, runs: torch.Tensor, grads: list[torch.Tensor], everyone: bool = False) -> None:
-        """Apply ``grads`` (one row per run of ``runs``, a long tensor); the other runs do not step.
-        ``everyone``: ``runs`` is every run in order."""
-        params = self.nets.params
-        if not self.adam:
-            for p, g, lr in zip(params, grads, self.lr, strict=True):
-                if everyone:
-                    p.add_(g, alpha=-lr)  # torch.optim.SGD's arithmetic
-                else:
-                    p.index_add_(0, runs, g, alpha=-lr)
-            return
-        beta1, beta2, eps = 0.9, 0.999, 1e-8
-        self.steps[runs] += 1
-        t = self.steps[runs]
-        bc1 = 1 - beta1 ** t
-        bc2_sqrt = (1 - beta2 ** t).sqrt()
-        for i, (p, g, lr) in enumerate(zip(params, grads, self.lr, strict=True)):
-            shape = (-1,) + (1,) * (p.dim() - 1)
-            m = self.exp_avg[i][runs].lerp_(g, 1 - beta1)
-            v = self.exp_avg_sq[i][runs].mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            step_size = (lr / bc1).to(p.dtype).view(shape)
-            denom = (v.sqrt() / bc2_sqrt.to(p.dtype).view(shape)).add_(eps)
-            p[runs] = p[runs] - step_size * (m / denom)
-            self.exp_avg[i][runs] = m
-            self.exp_avg_sq[i][runs] = v
-
-    def state_dict(self, k: int, net: ValueNet) -> dict:
-        """Run ``k``'s optimiser state as a single run's ``torch.optim`` state_dict."""
-        opt = make_optimizer(self.a, net)
-        if self.adam and self.steps[k] > 0:
-            params = dict(net.named_parameters())
-            for i, name in enumerate(self.nets.names):
-                opt.state[params[name]] = {"step": torch.tensor(float(self.steps[k])),
-                                           "exp_avg": self.exp_avg[i][k].clone(),
-                                           "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
-        return opt.state_dict()
-
-    def load(self, k: int, state: dict) -> None:
-        """Set run ``k``'s optimiser state from a single run's saved one."""
-        if not self.adam:
-            return
-        saved = state["state"]
-        order = [i for group in state["param_groups"] for i in group["params"]]
-        for i, index in enumerate(order):
-            if index in saved:
-                self.steps[k] = float(saved[index]["step"])
-                self.exp_avg[i][k] = saved[index]["exp_avg"]
-                self.exp_avg_sq[i][k] = saved[index]["exp_avg_sq"]
 
 
 # -------------------------------------------------------------------------------- the lockstep trainer
@@ -718,35 +495,4 @@ def _train_group(cfg: DictConfig, runs: list, seeds: list[int]) -> dict[int, dic
     return results
 
 
-PAPER_NETWORK = {"kind": "structured", "detectors": 4, "hidden": [32], "bias": False}
-PAPER_AGENT = dict(optimizer="sgd", lr=0.005, gamma=1.0, loss="mse", epsilon=0.1)
-
-
-def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", opponent: str = "self_play",
-                      alone: bool = False) -> float:
-    """Training games per second, all runs together, of ``runs`` runs side by side of the paper's online
-    protocol (deep structured network without biases, SGD 0.005, gamma 1, squared error, epsilon 0.1,
-    one game at a time per run); with ``alone`` one run of the single-run ``Trainer`` (``num_envs=1``)."""
-    from ttt.agents.dqn import Trainer
-    from ttt.games import make_game
-
-    network = OmegaConf.create(PAPER_NETWORK)
-    agent = Config(**PAPER_AGENT, opponent=opponent, opponent_after=opponent)
-    game = make_game(board)
-    torch.manual_seed(0)
-    trainer = Trainer(game, network, agent, 1, np.random.default_rng(0)) if alone else \
-        SideBySide(game, network, agent, list(range(runs)), 1)
-
-    def played() -> int:
-        return int(trainer.episodes) if alone else int(trainer.episodes.sum())
-
-    for _ in range(3):
-        trainer.step()
-    start, t0 = played(), time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        trainer.step()
-    return (played() - start) / (time.perf_counter() - t0)
-
-
-__all__ = ["SideBySide", "StackedNets", "check_side_by_side", "online_throughput", "train_side_by_side",
-           "NO_RULES"]
+__all__ = ["SideBySide", "check_side_by_side", "train_side_by_side"]

@@ -26,12 +26,12 @@ from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
 from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
 from ttt.agents.dqn.td import Targets, final_targets, td0_targets
-from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, Trainer, make_optimizer
+from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, StackedOptimizer, Trainer, make_optimizer
 from ttt.games.exact import NO_RULES, Rules, rule_values
 
 USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
 __all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
-           "DQNPlayer", "Rules", "Targets", "Trainer", "afterstate_values", "check", "epsilon_at", "epsilon_greedy",
-           "final_targets", "make_optimizer", "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs",
-           "rule_targets", "rule_values", "td0_targets", "train", "training_rules"]
+           "DQNPlayer", "Rules", "StackedOptimizer", "Targets", "Trainer", "afterstate_values", "check",
+           "epsilon_at", "epsilon_greedy", "final_targets", "make_optimizer", "player_from_checkpoint", "rank_loss",
+           "rank_orders", "rank_pairs", "rule_targets", "rule_values", "td0_targets", "train", "training_rules"]

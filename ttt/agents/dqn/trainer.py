@@ -33,6 +33,7 @@ from ttt.games import BatchedGames, Game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import Rules
 from ttt.games.threats import MoveTactics, move_tactics
+from ttt.nets.stacked import StackedNets
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer
 
@@ -51,6 +52,72 @@ def make_optimizer(settings: Config, net: torch.nn.Module) -> torch.optim.Optimi
     if settings.optimizer == "sgd":
         return torch.optim.SGD(params, lr=settings.lr)
     return torch.optim.Adam(params, lr=settings.lr)
+
+
+class StackedOptimizer:
+    """SGD or Adam (``make_optimizer``'s settings) over stacked parameters, one state per run: a run
+    steps only when it has targets, as a single run skips the step of a ply without any."""
+
+    def __init__(self, a: Config, nets: StackedNets) -> None:
+        self.a, self.nets = a, nets
+        first = [name.startswith("first.") for name in nets.names]
+        self.lr = [a.first_lr if (a.first_lr > 0 and f) else a.lr for f in first]
+        self.adam = a.optimizer == "adam"
+        k = len(nets)
+        self.steps = torch.zeros(k, dtype=torch.float64)
+        if self.adam:
+            self.exp_avg = [torch.zeros_like(p) for p in nets.params]
+            self.exp_avg_sq = [torch.zeros_like(p) for p in nets.params]
+
+    @torch.no_grad()
+    def step(self, runs: torch.Tensor, grads: list[torch.Tensor], everyone: bool = False) -> None:
+        """Apply ``grads`` (one row per run of ``runs``, a long tensor); the other runs do not step.
+        ``everyone``: ``runs`` is every run in order."""
+        params = self.nets.params
+        if not self.adam:
+            for p, g, lr in zip(params, grads, self.lr, strict=True):
+                if everyone:
+                    p.add_(g, alpha=-lr)  # torch.optim.SGD's arithmetic
+                else:
+                    p.index_add_(0, runs, g, alpha=-lr)
+            return
+        beta1, beta2, eps = 0.9, 0.999, 1e-8
+        self.steps[runs] += 1
+        t = self.steps[runs]
+        bc1 = 1 - beta1 ** t
+        bc2_sqrt = (1 - beta2 ** t).sqrt()
+        for i, (p, g, lr) in enumerate(zip(params, grads, self.lr, strict=True)):
+            shape = (-1,) + (1,) * (p.dim() - 1)
+            m = self.exp_avg[i][runs].lerp_(g, 1 - beta1)
+            v = self.exp_avg_sq[i][runs].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            step_size = (lr / bc1).to(p.dtype).view(shape)
+            denom = (v.sqrt() / bc2_sqrt.to(p.dtype).view(shape)).add_(eps)
+            p[runs] = p[runs] - step_size * (m / denom)
+            self.exp_avg[i][runs] = m
+            self.exp_avg_sq[i][runs] = v
+
+    def state_dict(self, k: int, net: ValueNet) -> dict:
+        """Run ``k``'s optimiser state as a single run's ``torch.optim`` state_dict."""
+        opt = make_optimizer(self.a, net)
+        if self.adam and self.steps[k] > 0:
+            params = dict(net.named_parameters())
+            for i, name in enumerate(self.nets.names):
+                opt.state[params[name]] = {"step": torch.tensor(float(self.steps[k])),
+                                           "exp_avg": self.exp_avg[i][k].clone(),
+                                           "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
+        return opt.state_dict()
+
+    def load(self, k: int, state: dict) -> None:
+        """Set run ``k``'s optimiser state from a single run's saved one."""
+        if not self.adam:
+            return
+        saved = state["state"]
+        order = [i for group in state["param_groups"] for i in group["params"]]
+        for i, index in enumerate(order):
+            if index in saved:
+                self.steps[k] = float(saved[index]["step"])
+                self.exp_avg[i][k] = saved[index]["exp_avg"]
+                self.exp_avg_sq[i][k] = saved[index]["exp_avg_sq"]
 
 
 class Trainer:
