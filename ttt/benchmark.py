@@ -15,6 +15,11 @@ stderr and exit status 2.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
+    from ttt.cli import exit_on_signals
+
+    exit_on_signals()
+
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +31,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json
-from ttt.config import GameConfig
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
 from ttt.specs import agent_spec, board_name, load_agents
@@ -96,8 +101,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     if int(cfg.games) < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
-    if int(cfg.threads) < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    check_seed_and_threads(cfg)
     if cfg.output:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))

@@ -13,6 +13,11 @@ JSON (``output=FILE.json``)::
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
+    from ttt.cli import exit_on_signals
+
+    exit_on_signals()
+
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +30,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
-from ttt.config import GameConfig
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import make_game
 from ttt.specs import agent_spec, board_name, load_agents
 from ttt.suites import (
@@ -71,8 +76,7 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     import torch
 
     out = out or sys.stdout
-    if int(cfg.threads) < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    check_seed_and_threads(cfg)
     if cfg.output:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))

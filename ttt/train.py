@@ -10,6 +10,14 @@ overwrite, resume compared with the checkpoint's config).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
+    from ttt.cli import exit_on_signals
+
+    exit_on_signals()
+
+import os
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
 from ttt.agents.dqn_runs import train_side_by_side
-from ttt.cli import check_writable_dir, run_cli
+from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hydra_record, run_cli, threading_main
 from ttt.config import ConfigError
 from ttt.learners import register_configs
 from ttt.training import Run, seed_everything
@@ -59,6 +67,41 @@ class RunDirCheck(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         run_cli(_check_sweep, config)
+        if "joblib" in str(OmegaConf.select(config, "hydra.launcher._target_", default="")) and threading_main():
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, _jobs_stop)
+
+
+def _jobs_stop(signum: int, frame: Any) -> None:
+    """Ctrl-C or SIGTERM in the parent of a joblib multirun: the jobs save and stop (each handles
+    the signal, SIGTERM forwarded to them), the parent waits for them, then exits with 130. A
+    second signal exits at once."""
+    exit_on_signals()  # the next one
+    os.write(2, f"ttt.train: {signal.Signals(signum).name} received; waiting for the jobs to save "
+                f"(again stops at once)\n".encode())
+    if signum == signal.SIGTERM:  # Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
+        for pid in _children():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+    global _jobs_stopped
+    _jobs_stopped = True
+
+
+_jobs_stopped = False
+
+
+def _children() -> list[int]:
+    """The pids of this process's children (``/proc``; none where it cannot be read)."""
+    pids = []
+    try:
+        for task in os.listdir(f"/proc/{os.getpid()}/task"):
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return pids
 
 
 def _check_sweep(config: DictConfig) -> None:
@@ -77,4 +120,10 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guard_hydra_record()
+    try:
+        main()
+    except KeyboardInterrupt:  # the parent of a multirun: the jobs have said what they saved
+        sys.exit(130)
+    if _jobs_stopped:
+        sys.exit(130)
