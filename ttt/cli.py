@@ -147,7 +147,7 @@ def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
     created or written (a read-only filesystem, no permission). Returns the path.
     """
     if path is None or not str(path).strip():
-        raise ValueError(f"{what} is empty; name a folder (e.g. {what}=runs/mine)")
+        raise ValueError(f"{what}='' names no folder; give a folder (e.g. {what}=runs/mine)")
     path = Path(path)
     if path.is_symlink() and not path.exists():
         raise ValueError(f"{what} {path} is a symbolic link to {os.readlink(path)}, which does not exist")

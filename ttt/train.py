@@ -37,7 +37,7 @@ def train(cfg: DictConfig) -> dict:
     """Run the training the config describes; returns the final evaluation (as in final_eval.json)."""
     import torch
 
-    if cfg.get("run_dir"):
+    if cfg.get("run_dir") is not None:  # '' too: Run refuses it, one line
         run_dir = Path(cfg.run_dir)
     else:
         from hydra.core.hydra_config import HydraConfig
