@@ -408,7 +408,7 @@ class Run:
         if every and done // every > last // every and done < self.total:
             self._save(save, done)  # first: a signal during the evaluation then stops at once
             saved = True
-            self._evaluate_saved(player, done)
+            self.evaluate_saved(player, done)
             self.progress(done, "evaluated", force=True)
         every = self.checkpoint_every
         if not saved and done < self.total and (
@@ -429,9 +429,10 @@ class Run:
         if saved:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
 
-    def _evaluate_saved(self, player: Callable[[], Player], done: int,
-                        games: int | None = None) -> dict[str, MatchResult]:
-        """``evaluate`` after the checkpoint of ``done`` was saved: Ctrl-C or SIGTERM stops it at once."""
+    def evaluate_saved(self, player: Callable[[], Player], done: int,
+                       games: int | None = None) -> dict[str, MatchResult]:
+        """``evaluate(player(), done, games)`` once the checkpoint of ``done`` is saved: Ctrl-C or
+        SIGTERM stops it at once (``Interrupted``, after the lines saying where the checkpoint is)."""
         self._cut_short = True
         try:
             if self._stop is not None:
@@ -455,12 +456,13 @@ class Run:
         """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
         ``eval_games``), and a last progress line."""
         self._save(save, done)
-        results = self._evaluate_saved(player, done, games)
+        results = self.evaluate_saved(player, done, games)
         self.progress(done, "final evaluation", force=True)
         return results
 
     def _stopped(self, done: int) -> None:
-        where = self._saved[0] if self._saved else self.dir
+        saved = self.folder.existing()
+        where = self._saved[0] if self._saved else (saved[0] if saved else self.dir)
         self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
                  f"checkpoint saved: {where}")
         sweep = _sweep_dir()
