@@ -55,6 +55,7 @@ Hyperparameters (the resolved config, flattened) are logged once as text under `
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -260,7 +261,12 @@ class Run:
 
     def __exit__(self, kind, error, traceback) -> None:
         ok = error is None and self.started
-        self.close(ok=ok)
+        try:
+            self.close(ok=ok)
+        except OSError as e:  # the last line could not go into train.log
+            if error is None and self.started:
+                raise self.write_failure(e) from None
+            raise
         if error is not None and not self.started and not isinstance(error, Interrupted):
             self.folder.discard()
         if isinstance(error, OSError) and self.started:
@@ -272,12 +278,13 @@ class Run:
         is safe on disk, and the command that resumes."""
         where = error.filename or "a file in " + str(self.dir)
         reason = error.strerror or one_line(error)
+        fix = "free space" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "fix that"
         if self._saved is not None:
             path, episodes = self._saved
-            safe = f"the checkpoint of episode {episodes} is safe in {path}; free space, then resume with: " \
+            safe = f"the checkpoint of episode {episodes} is safe in {path}; {fix}, then resume with: " \
                    f"{resume_command(self.dir)}"
         else:
-            safe = "no checkpoint was saved yet; free space, then run the command again"
+            safe = f"no checkpoint was saved yet; {fix}, then run the command again"
         return OutputError(f"could not write {where} ({reason}); {safe}")
 
     def close(self, ok: bool = True) -> None:
@@ -334,8 +341,11 @@ class Run:
         if console:
             print(text, file=sys.stderr, flush=True)
         if self._log_file is not None:
-            self._log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}\n")
-            self._log_file.flush()
+            try:
+                self._log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}\n")
+                self._log_file.flush()
+            except OSError as e:  # a full disk: name the file (write_failure says what is safe)
+                raise OSError(e.errno, e.strerror or one_line(e), str(self.dir / "train.log")) from None
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
         """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
