@@ -412,3 +412,12 @@ def test_atomic_write_removes_its_temporary_file_on_a_signal(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         atomic_write(target, interrupted)
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_atomic_write_through_a_symbolic_link_keeps_the_link(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    atomic_write(link, lambda tmp: tmp.write_text("new"))
+    assert link.is_symlink() and real.read_text() == "new"

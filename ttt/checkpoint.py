@@ -48,6 +48,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
     earlier ``path`` stays whole, and the error propagates; an ``OSError`` names ``path``.
     """
     path = Path(path)
+    if path.is_symlink() and path.exists():  # replace the file the link points to, not the link
+        path = path.resolve()
     tmp = None
     try:
         if path.is_dir():
