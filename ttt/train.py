@@ -112,6 +112,7 @@ def _check_sweep(config: DictConfig) -> None:
 
 
 register_configs()
+guard_hydra_record()  # here, not under __main__: the jobs of a joblib multirun import this module
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
@@ -120,7 +121,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    guard_hydra_record()
     try:
         main()
     except KeyboardInterrupt:  # the parent of a multirun: the jobs have said what they saved
