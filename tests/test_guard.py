@@ -277,6 +277,19 @@ def test_cases_13_14_15_seeds_threads_and_player_options(compose_train, tmp_path
     assert not (tmp_path / "run").exists()
 
 
+def test_the_other_entry_points_check_seed_and_threads_before_any_game(capsys):
+    from test_benchmark import compose_benchmark
+
+    from ttt.benchmark import benchmark
+
+    for override, message in (("seed=4294967296", "seed=4294967296: must be in [0, 4294967295]"),
+                              ("threads=100000000000", "threads=100000000000: must be in [1, ")):
+        out = io.StringIO()
+        with pytest.raises(SystemExit) as exit_info:
+            run_cli(benchmark, compose_benchmark("player=random", "game=3x3", "opponents=[random]", override), out)
+        assert message in one_line(capsys, 2, exit_info) and out.getvalue() == ""
+
+
 # ------------------------------------------------------------------------------------------- locks
 def test_case_16_a_lock_whose_pid_now_belongs_to_another_process_is_stale(compose_train, tmp_path, capsys):
     run = tmp_path / "run"
