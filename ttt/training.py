@@ -447,12 +447,15 @@ class Run:
         try:
             if self._stop is not None:
                 raise _CutShort
-            return self.evaluate(player(), done, games)
+            results = self.evaluate(player(), done, games)
+            self._cut_short = False  # inside the try: a signal up to here is caught below
+            return results
         except _CutShort:
             self._cut_short = False
             self._stopped(done)
+            raise  # not reached: _stopped raises Interrupted
         finally:
-            self._cut_short = False
+            self._cut_short = False  # also after any other error
 
     def check_stop(self) -> None:
         """For a learner with nothing to save midway: raise ``Interrupted`` if a stop was asked."""
