@@ -226,6 +226,18 @@ def test_case_1_overwrite_with_a_bad_seed_deletes_nothing_and_a_failed_start_put
     assert sorted(p.name for p in (run / "tb").iterdir()) == tb and not (run / ASIDE).exists()
 
 
+def test_files_set_aside_by_an_overwrite_killed_while_it_started_are_put_back(compose_train, tmp_path, capsys):
+    run = tmp_path / "run"
+    train(compose_train(TINY))
+    (run / ASIDE).mkdir()  # as a run killed between setting the files aside and training leaves them
+    for name in ("checkpoint.pt", "final_eval.json"):
+        (run / name).rename(run / ASIDE / name)
+    capsys.readouterr()
+    assert train(compose_train([*TINY, "resume=true"]))["episodes"] == 40  # finished: skipped
+    assert "put back checkpoint.pt, final_eval.json of an earlier overwrite=true run" in capsys.readouterr().err
+    assert (run / "checkpoint.pt").is_file() and not (run / ASIDE).exists()
+
+
 def test_case_5_too_many_games_for_the_memory_are_refused_at_once(compose_train, capsys):
     t0 = time.perf_counter()
     with pytest.raises(SystemExit) as exit_info:

@@ -207,6 +207,8 @@ class Run:
         notes += self.folder.open(bool(cfg.resume), bool(cfg.overwrite), self._load_resume, self.total)
         self.resumed, self.finished = self.folder.resumed, self.folder.finished
         if self.finished is not None:
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
             print(f"ttt.train: {self.dir} has finished ({self.finished.get('episodes')} episodes, final_eval.json); "
                   f"skipped", file=sys.stderr, flush=True)
             return
