@@ -289,6 +289,16 @@ def test_cases_13_14_15_seeds_threads_and_player_options(compose_train, tmp_path
     assert not (tmp_path / "run").exists()
 
 
+def test_runs_side_by_side_check_their_last_seed_and_their_memory_together(compose_train, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seed=4294967295", "seeds=3"]))
+    assert "seed=4294967295 seeds=3: the last seed, 4294967297, must be <= 4294967295" in one_line(capsys, 2, exit_info)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "game=4x4x4", "num_envs=1000", "seeds=100000"]))  # 0.1 GB a run
+    assert "num_envs=1000 x seeds=100000: 4x4x4 games side by side need about" in one_line(capsys, 2, exit_info)
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_other_entry_points_check_seed_and_threads_before_any_game(capsys):
     from test_benchmark import compose_benchmark
 

@@ -173,6 +173,9 @@ def check_train_config(cfg: Any) -> None:
 
     check_known_keys("", cfg, TrainConfig)
     check_ranges("", cfg, TOP_LEVEL_RANGES)
+    if int(cfg.seed) + int(cfg.seeds) - 1 > SEEDS.high:
+        raise ConfigError(f"seed={cfg.seed} seeds={cfg.seeds}: the last seed, {int(cfg.seed) + int(cfg.seeds) - 1}, "
+                          f"must be <= {int(SEEDS.high)}")
     if cfg.run_dir is not None and not str(cfg.run_dir).strip():
         raise ConfigError("run_dir='' names no folder; give a folder, or leave run_dir out for Hydra's")
     if cfg.resume and cfg.overwrite:
@@ -195,14 +198,15 @@ BYTES_PER_UNIT = 4
 
 
 def training_bytes(cfg: Any, game: Any) -> int:
-    """About the memory the ``num_envs`` games of a batched learner need side by side: every legal
-    afterstate of every game passes through the network at each ply (board cells, line detectors,
-    hidden units)."""
+    """About the memory the ``num_envs`` games of a batched learner need side by side (of every one of
+    ``seeds`` runs): every legal afterstate of every game passes through the network at each ply
+    (board cells, line detectors, hidden units)."""
     net = cfg.network
     units = game.num_cells + sum(int(w) for w in net.hidden) + 1
     if net.kind == "structured":
         units += len(game.lines) * int(net.detectors)
-    return int(cfg.num_envs) * game.num_cells * units * BYTES_PER_UNIT
+    games = int(cfg.num_envs) * int(cfg.get("seeds", 1))
+    return games * game.num_cells * units * BYTES_PER_UNIT
 
 
 def available_bytes(device: str = "cpu") -> int | None:
@@ -231,7 +235,8 @@ def check_memory(cfg: Any, game: Any, device: str = "cpu") -> None:
     need, have = training_bytes(cfg, game), available_bytes(device)
     if have is not None and need > have:
         where = "the GPU has free" if device == "cuda" else "this machine has available"
-        raise ConfigError(f"num_envs={int(cfg.num_envs)}: {game.name} games side by side need about "
+        runs = f" x seeds={int(cfg.seeds)}" if int(cfg.get("seeds", 1)) > 1 else ""
+        raise ConfigError(f"num_envs={int(cfg.num_envs)}{runs}: {game.name} games side by side need about "
                           f"{need / 2**30:,.1f} GiB, more than the {have / 2**30:,.1f} GiB {where}; "
                           f"choose fewer num_envs")
 

@@ -12,6 +12,11 @@ Needs the ``web`` extra (Starlette, uvicorn).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
+    from ttt.cli import exit_on_signals
+
+    exit_on_signals()
+
 import ipaddress
 import logging
 import socket
@@ -24,6 +29,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import run_cli
+from ttt.config import check_seed_and_threads
 from ttt.specs import SHIPPED_CHECKPOINT
 
 
@@ -85,6 +91,7 @@ def serve(cfg: DictConfig) -> None:
         raise ValueError(f"port must be in 0..65535, got {cfg.port}")
     if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
         raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
+    check_seed_and_threads(cfg)
     folder = Path(cfg.checkpoints) if cfg.checkpoints is not None else SHIPPED_FOLDER
     if cfg.checkpoints is not None and not folder.is_dir():
         raise ValueError(f"checkpoints={folder}: no such folder")

@@ -284,7 +284,7 @@ class Run:
         if self._saved is not None:
             path, episodes = self._saved
             safe = f"the checkpoint of episode {episodes} is safe in {path}; {fix}, then resume with: " \
-                   f"{resume_command(self.dir)}"
+                   f"{resume_command(self.resume_dir)}"
         else:
             safe = f"no checkpoint was saved yet; {fix}, then run the command again"
         return OutputError(f"could not write {where} ({reason}); {safe}")
