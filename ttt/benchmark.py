@@ -15,11 +15,6 @@ stderr and exit status 2.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import sys
 import time
 from collections.abc import Callable

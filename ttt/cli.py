@@ -3,7 +3,7 @@
 Exit codes: 0 done; 2 an error the user can fix (a bad value, a bad checkpoint, a refused run
 folder), printed as one line ``error: ...``; 1 a file that could not be written (a full disk, an
 I/O error: the line names the file and what is safe on disk; a result that went to a fallback file
-names it); 130 interrupted (Ctrl-C or SIGTERM, from the first line of an entry point on, without a
+names it); 130 interrupted (Ctrl-C or SIGTERM, from the first line of the package on, without a
 traceback: ``exit_on_signals``). ``HYDRA_FULL_ERROR=1`` shows the traceback of an error instead of
 the one line.
 
@@ -59,11 +59,13 @@ def _exit_at_once(signum: int, frame: Any) -> None:
 
 
 def exit_on_signals() -> None:
-    """Ctrl-C or SIGTERM from now on exits with 130 and one line, no traceback. The first call of an
-    entry point: the imports and Hydra's start-up that follow take seconds (``run_cli`` then makes
-    SIGTERM a Ctrl-C for the work itself)."""
+    """Ctrl-C or SIGTERM from now on exits with 130 and one line, no traceback. Called first thing
+    when ``python -m ttt.<entry point>`` imports the package (``ttt/__init__.py``): the imports and
+    Hydra's start-up that follow take seconds (``run_cli`` then makes SIGTERM a Ctrl-C for the work
+    itself)."""
     for signum in STOP_SIGNALS:
-        signal.signal(signum, _exit_at_once)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # ignored by whoever started us (nohup): keep it so
+            signal.signal(signum, _exit_at_once)
 
 
 def run_cli(function: Callable[..., Any], *args: Any) -> Any:

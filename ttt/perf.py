@@ -31,11 +31,6 @@ fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exi
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import sys
 import time
 from dataclasses import dataclass

@@ -20,11 +20,6 @@ layers side by side, the last move framed, the winning line marked).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +30,7 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
+from ttt.checkpoint import atomic_write
 from ttt.cli import Interrupted, OutputError, check_writable_file, run_cli, write_with_fallback
 from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import FIRST, Game, State, render_board
@@ -203,7 +199,8 @@ def _frame_saver(folder: Path, game_number: int):
 
     def save(state: State) -> None:
         path = folder / f"game{game_number}_ply{state.num_moves:02d}.svg"
-        path.write_text(render_svg(state.game, state.board, state.last_action))
+        svg = render_svg(state.game, state.board, state.last_action)
+        atomic_write(path, lambda tmp: tmp.write_text(svg))
 
     return save
 

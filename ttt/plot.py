@@ -23,11 +23,6 @@ Needs matplotlib (``pip install -e '.[plot]'``); draws with the Agg backend, no 
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import re
 import sys
 from pathlib import Path

@@ -12,11 +12,6 @@ Needs the ``web`` extra (Starlette, uvicorn).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import ipaddress
 import logging
 import socket

@@ -10,11 +10,6 @@ overwrite, resume compared with the checkpoint's config).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # Ctrl-C or SIGTERM during the seconds of imports below: exit 130, no traceback
-    from ttt.cli import exit_on_signals
-
-    exit_on_signals()
-
 import os
 import signal
 import sys
