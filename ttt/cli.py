@@ -55,7 +55,8 @@ def full_errors() -> bool:
 
 def _exit_at_once(signum: int, frame: Any) -> None:
     os.write(2, f"interrupted ({signal.Signals(signum).name})\n".encode())
-    raise SystemExit(130)
+    # at once: nothing is written yet, and a SystemExit raised inside an import can be swallowed there
+    os._exit(130)
 
 
 def exit_on_signals() -> None:
