@@ -104,19 +104,22 @@ def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
         main(["--help"])
     text = capsys.readouterr().out
     assert e.value.code == 0 and "figure=openings" in text and "``" not in text  # plain text, no RST quotes
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path)])
-    assert str(e.value.code) == f"ttt.plot: no runs under {tmp_path} (a run is a folder with a tb/ TensorBoard log)"
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path / "nowhere")])
-    assert str(e.value.code) == f"ttt.plot: {tmp_path / 'nowhere'}: no such folder"
+
+    def error_line(argv: list[str]) -> str:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2  # a user's mistake
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ")
+        return err.strip()
+
+    assert error_line([str(tmp_path)]) == (f"error: no runs under {tmp_path} "
+                                           f"(a run is a folder with a tb/ TensorBoard log)")
+    assert error_line([str(tmp_path / "nowhere")]) == f"error: {tmp_path / 'nowhere'}: no such folder"
     fake_run(tmp_path, "0", {"eval/random/score": [(1, 0.5)]}, ["seed=0"])
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path), "tags=[eval/benchmark/score]"])
-    assert "no run logs 'eval/benchmark/score'" in str(e.value.code) and "eval/random/score" in str(e.value.code)
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path), "figure=pie"])
-    assert "figure must be one of" in str(e.value.code)
+    line = error_line([str(tmp_path), "tags=[eval/benchmark/score]"])
+    assert "no run logs 'eval/benchmark/score'" in line and "eval/random/score" in line
+    assert "figure must be one of" in error_line([str(tmp_path), "figure=pie"])
 
 
 def test_plot_draws_curves_and_outcomes(tmp_path):

@@ -21,7 +21,7 @@ LAYERS = (
     ("players", ("ttt.players", "ttt.interop")),
     ("evaluation", ("ttt.evaluate", "ttt.exploitability", "ttt.suites")),
     ("agents", ("ttt.agents",)),
-    ("harness", ("ttt.learners", "ttt.specs", "ttt.training", "ttt.envs", "ttt.human", "ttt.web")),
+    ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.training", "ttt.envs", "ttt.human", "ttt.web")),
     ("entry points", ENTRY_POINTS),
 )
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}

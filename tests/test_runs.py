@@ -19,8 +19,9 @@ from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
 from ttt.config import ConfigError
 from ttt.players import make_player
+from ttt.run_dir import LOCK_NAME
 from ttt.train import train
-from ttt.training import LOCK_NAME, Run, hydra_value
+from ttt.training import Run, hydra_value
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",
@@ -139,10 +140,11 @@ def test_checkpoints_come_every_checkpoint_every_episodes_even_without_evaluatio
 
 
 @pytest.mark.parametrize("steps, want", [
-    (range(1, 13), [("log", 2), ("save", 3), ("log", 4), ("eval", 4), ("save", 4), ("log", 6), ("save", 6),
-                    ("log", 8), ("eval", 8), ("save", 8), ("save", 9), ("log", 10), ("log", 12), ("save", 12),
+    # the checkpoint of an evaluation comes before it (a signal during the evaluation then stops at once)
+    (range(1, 13), [("log", 2), ("save", 3), ("log", 4), ("save", 4), ("eval", 4), ("log", 6), ("save", 6),
+                    ("log", 8), ("save", 8), ("eval", 8), ("save", 9), ("log", 10), ("log", 12), ("save", 12),
                     ("eval", 12)]),  # one game per step (tabular learners)
-    ([5, 10, 12], [("log", 5), ("eval", 5), ("save", 5), ("log", 10), ("eval", 10), ("save", 10), ("log", 12),
+    ([5, 10, 12], [("log", 5), ("save", 5), ("eval", 5), ("log", 10), ("save", 10), ("eval", 10), ("log", 12),
                    ("save", 12), ("eval", 12)]),  # several games per step (batched learners)
 ])
 def test_one_schedule_for_per_game_and_batched_learners(compose_train, tmp_path, steps, want):
@@ -184,8 +186,12 @@ def test_a_checkpoint_after_checkpoint_minutes_and_a_stop_saves_after_the_step(c
 @pytest.mark.parametrize("overrides, message", [
     (["num_envs=0"], "num_envs=0: must be >= 1"),
     (["num_envs=-3"], "num_envs=-3: must be >= 1"),
-    (["seed=-1"], "seed=-1: must be >= 0"),
-    (["threads=0"], "threads=0: must be >= 1"),
+    (["seed=-1"], "seed=-1: must be in [0, 4294967295]"),
+    (["seed=4294967296"], "seed=4294967296: must be in [0, 4294967295]"),
+    (["seed=1180591620717411303424"], "seed=1180591620717411303424: must be in [0, 4294967295]"),
+    (["threads=0"], "threads=0: must be in [1, "),
+    (["threads=100000000000"], "threads=100000000000: must be in [1, "),
+    (["run_dir="], "run_dir='' names no folder"),
     (["episodes=-5"], "episodes=-5: must be >= 1"),
     (["episodes=0"], "episodes=0: must be >= 1"),
     (["agent.epsilon=5"], "agent.epsilon=5.0: must be in [0, 1]"),

@@ -4,7 +4,15 @@ Importing ``ttt`` registers the Gymnasium environments ``ttt/<board>-v0`` when G
 installed (``ttt.interop.register_gymnasium_envs``); without it nothing is imported.
 """
 
-from importlib.util import find_spec
+import sys
+
+if sys.argv[:1] == ["-m"]:  # `python -m ttt.<entry point>`: this runs first (while runpy finds the module,
+    # sys.argv[0] is "-m"); Ctrl-C or SIGTERM during the imports that follow exits with 130, no traceback
+    from ttt.cli import exit_on_signals
+
+    exit_on_signals()
+
+from importlib.util import find_spec  # noqa: E402
 
 __version__ = "0.1.0"
 

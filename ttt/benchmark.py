@@ -26,7 +26,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json
-from ttt.config import GameConfig
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
 from ttt.specs import agent_spec, board_name, load_agents
@@ -96,8 +96,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     if int(cfg.games) < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
-    if int(cfg.threads) < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    check_seed_and_threads(cfg)
     if cfg.output:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))

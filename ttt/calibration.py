@@ -63,7 +63,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
-from ttt.config import GameConfig
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.players import Player
@@ -444,6 +444,7 @@ def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
             raise ValueError(f"{key} must be >= 1, got {cfg[key]}")
     if not 0.0 <= float(cfg.epsilon) <= 1.0:
         raise ValueError(f"epsilon must be in [0, 1], got {cfg.epsilon}")
+    check_seed_and_threads(cfg)
     if cfg.output:
         check_writable_file(cfg.output, "output")
     if cfg.figure:

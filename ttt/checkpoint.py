@@ -8,20 +8,23 @@ Checkpoints are data, not code. A checkpoint is a dict with at least ``format_ve
 * ``.npz`` files (tabular learners) hold numpy arrays; non-array entries travel as one JSON string
   under ``__meta__``; read with ``np.load(allow_pickle=False)``.
 
-Writes are atomic (a temporary file in the same folder, then a rename), so a run killed mid-write
-leaves the previous checkpoint intact. Every failure to read is a ``CheckpointError`` whose message
-is one line naming the file.
+Every file the project writes goes through ``atomic_write``: a temporary file in the same folder,
+flushed and fsynced, then renamed over the target. A run killed mid-write, a full disk or any other
+error leaves the previous file whole and no temporary file behind; an ``OSError`` names the target.
+Files get the mode a plain ``open`` would give them (0644 under the usual umask). A checkpoint is
+serialised in memory first, so a full disk is an ``OSError`` (ENOSPC), not a serialiser's error.
+Every failure to read is a ``CheckpointError`` whose message is one line naming the file.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 FORMAT_VERSION = 1
 
@@ -30,22 +33,62 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, or does not match what the caller expects."""
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file: 0666 less the umask (``mkstemp`` would give 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+    """``write(tmp)`` writes the content to ``tmp``, a temporary file beside ``path`` with the same
+    suffix; it is then fsynced and renamed over ``path``. Returns ``path``.
+
+    On any failure (an ``OSError`` such as a full disk, a signal) the temporary file is removed, an
+    earlier ``path`` stays whole, and the error propagates; an ``OSError`` names ``path``.
+    """
+    path = Path(path)
+    if path.is_symlink() and path.exists():  # replace the file the link points to, not the link
+        path = path.resolve()
+    tmp = None
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file", str(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the bytes are on disk before the rename makes them the file
+        finally:
+            os.close(fd)
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp = None
+    except OSError as e:
+        if e.filename in (None, str(tmp)):  # name the file the user asked for, not the temporary one
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         raise
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return path
+
+
+def _write_bytes(data: bytes) -> Callable[[Path], Any]:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+
+    return write
 
 
 def _check_plain(value: Any, where: str, torch) -> None:
+    import numpy as np
+
     # a weights-only load refuses anything else (numpy arrays and scalars included): fail at save time
     # rather than write a checkpoint that cannot be read back
     if isinstance(value, dict):
@@ -68,6 +111,8 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     Raises ValueError, writing nothing, for a payload that could not be read back (a ``.pt`` payload
     holding numpy data or other objects).
     """
+    import numpy as np
+
     path = Path(path)
     for key in ("kind", "game"):
         if key not in payload:
@@ -77,14 +122,18 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
         import torch
 
         _check_plain(payload, "payload", torch)
-        _atomic_write(path, lambda f: torch.save(payload, f))
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        atomic_write(path, _write_bytes(buffer.getvalue()))
     elif path.suffix == ".npz":
         arrays = {k: v for k, v in payload.items() if isinstance(v, np.ndarray)}
         meta = {k: v for k, v in payload.items() if not isinstance(v, np.ndarray)}
         if "__meta__" in arrays:
             raise ValueError("'__meta__' is reserved")
         arrays["__meta__"] = np.array(json.dumps(meta))
-        _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        atomic_write(path, _write_bytes(buffer.getvalue()))
     else:
         raise ValueError(f"{path}: checkpoints end in .pt or .npz")
     return path
@@ -92,6 +141,8 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
 
 def load_checkpoint(path: str | os.PathLike, kind: str | None = None, game: str | None = None) -> dict[str, Any]:
     """Read a checkpoint; check its ``kind`` and ``game`` when given. Raises CheckpointError."""
+    import numpy as np
+
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
@@ -110,7 +161,8 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None, game: str 
         raise
     except Exception as e:  # corrupt, truncated, or holds objects that are not plain data
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path}: cannot read checkpoint ({type(e).__name__}: {msg[:200]})") from None
+        raise CheckpointError(f"{path}: cannot read checkpoint, truncated or corrupt "
+                              f"({type(e).__name__}: {msg[:200]})") from None
     if not isinstance(payload, dict) or "kind" not in payload or "format_version" not in payload:
         raise CheckpointError(f"{path}: not a ttt checkpoint (no kind/format_version)")
     if payload["format_version"] != FORMAT_VERSION:

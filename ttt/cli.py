@@ -1,19 +1,23 @@
 """What the entry points share: one-line errors with exit codes, and outputs that survive.
 
 Exit codes: 0 done; 2 an error the user can fix (a bad value, a bad checkpoint, a refused run
-folder), printed as one line ``error: ...``; 1 an output that could not be written where asked
-(the result went to a fallback file, named in the message); 130 interrupted (Ctrl-C or SIGTERM).
-``HYDRA_FULL_ERROR=1`` shows the traceback of an error instead of the one line.
+folder), printed as one line ``error: ...``; 1 a file that could not be written (a full disk, an
+I/O error: the line names the file and what is safe on disk; a result that went to a fallback file
+names it); 130 interrupted (Ctrl-C or SIGTERM, from the first line of the package on, without a
+traceback: ``exit_on_signals``). ``HYDRA_FULL_ERROR=1`` shows the traceback of an error instead of
+the one line.
 
 Outputs are checked for writability before any work starts (``check_writable_file``,
-``check_writable_dir``); an output that still fails at the end is written to a fallback file
-(``write_with_fallback``), so a late failure never loses the result.
+``check_writable_dir``) and written atomically (``ttt.checkpoint.atomic_write``: an earlier file
+stays whole whatever happens); an output that still fails at the end is written to a fallback
+file (``write_with_fallback``), so a late failure never loses the result.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -21,13 +25,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ttt.checkpoint import CheckpointError
+from ttt.checkpoint import CheckpointError, atomic_write
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class OutputError(Exception):
-    """An output could not be written where asked; it went to ``fallback``, which the message names."""
+    """A file could not be written where asked; the message (one line) names it, what is safe on
+    disk, and ``fallback``, where the result went instead (None when it went nowhere)."""
 
-    def __init__(self, message: str, fallback: Path) -> None:
+    def __init__(self, message: str, fallback: Path | None = None) -> None:
         super().__init__(message)
         self.fallback = fallback
 
@@ -46,8 +53,30 @@ def full_errors() -> bool:
     return os.environ.get("HYDRA_FULL_ERROR") == "1"
 
 
+def _exit_at_once(signum: int, frame: Any) -> None:
+    os.write(2, f"interrupted ({signal.Signals(signum).name})\n".encode())
+    # at once: nothing is written yet, and a SystemExit raised inside an import can be swallowed there
+    os._exit(130)
+
+
+def exit_on_signals() -> None:
+    """Ctrl-C or SIGTERM from now on exits with 130 and one line, no traceback. Called first thing
+    when ``python -m ttt.<entry point>`` imports the package (``ttt/__init__.py``): the imports and
+    Hydra's start-up that follow take seconds (``run_cli`` then makes SIGTERM a Ctrl-C for the work
+    itself)."""
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # ignored by whoever started us (nohup): keep it so
+            signal.signal(signum, _exit_at_once)
+
+
 def run_cli(function: Callable[..., Any], *args: Any) -> Any:
-    """Call ``function(*args)``; expected errors become one line on stderr and an exit code."""
+    """Call ``function(*args)``; expected errors become one line on stderr and an exit code.
+
+    While it runs, SIGTERM is a Ctrl-C (``KeyboardInterrupt``, exit 130), so work that saves on
+    Ctrl-C saves on SIGTERM too."""
+    handlers = {}
+    if threading_main():
+        handlers = {signum: signal.signal(signum, signal.default_int_handler) for signum in STOP_SIGNALS}
     try:
         return function(*args)
     except Interrupted:
@@ -67,6 +96,40 @@ def run_cli(function: Callable[..., Any], *args: Any) -> Any:
             raise
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def threading_main() -> bool:
+    """Whether this is the main thread (the only one that may set signal handlers)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def guard_hydra_record() -> None:
+    """Hydra writes its record of a job (``.hydra/*.yaml``) before the job starts; a full disk or a
+    read-only folder there would end in Hydra's traceback. Make it one line and exit code 1."""
+    import hydra.core.utils as hydra_utils
+
+    save = hydra_utils._save_config
+    if getattr(save, "ttt_guarded", False):
+        return
+
+    def guarded(cfg: Any, filename: str, output_dir: Path) -> None:
+        try:
+            save(cfg, filename, output_dir)
+        except OSError as e:
+            if full_errors():
+                raise
+            print(f"error: could not write Hydra's record of the job {Path(output_dir) / filename} "
+                  f"({e.strerror or one_line(e)}); nothing was run; free space there and run the command again",
+                  file=sys.stderr)
+            sys.exit(1)
+
+    guarded.ttt_guarded = True  # type: ignore[attr-defined]
+    hydra_utils._save_config = guarded
 
 
 def one_line(error: BaseException) -> str:
@@ -86,7 +149,11 @@ def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
     Raises ValueError, one line naming ``what`` and the path, when it is a file or cannot be
     created or written (a read-only filesystem, no permission). Returns the path.
     """
+    if path is None or not str(path).strip():
+        raise ValueError(f"{what}='' names no folder; give a folder (e.g. {what}=runs/mine)")
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise ValueError(f"{what} {path} is a symbolic link to {os.readlink(path)}, which does not exist")
     if path.exists() and not path.is_dir():
         raise ValueError(f"{what} {path} is a file, not a folder")
     try:
@@ -143,16 +210,16 @@ def write_json(path: str | os.PathLike, data: Any, what: str) -> Path:
 
 
 def write_with_fallback(path: str | os.PathLike, write: Callable[[Path], Any], what: str) -> Path:
-    """``write(path)``; when that fails with an OSError, ``write(fallback_path(path))`` and raise
-    OutputError naming both. Returns ``path`` when the first write succeeded."""
+    """``write(tmp)`` writes the output; it becomes ``path`` atomically (``atomic_write``). When that
+    fails with an OSError, the output goes to ``fallback_path(path)`` and OutputError names both (and
+    says an earlier ``path`` is unchanged). Returns ``path`` when the first write succeeded."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(path)
-        return path
+        return atomic_write(path, write)
     except OSError as e:
         reason = e.strerror or one_line(e)
         fallback = fallback_path(path)
-        write(fallback)
-        raise OutputError(f"could not write the {what} to {path} ({reason}); it was written to {fallback}",
+        atomic_write(fallback, write)
+        earlier = "; the earlier file there is unchanged" if path.is_file() else ""
+        raise OutputError(f"could not write the {what} to {path} ({reason}){earlier}; it was written to {fallback}",
                           fallback) from None

@@ -61,6 +61,15 @@ def _render(state: State, render_mode: str | None) -> str | np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------- PettingZoo
+def cell_action(action: Any) -> int:
+    """``action`` as a cell number: an integer (Python or numpy, or a 0-d integer array). A float
+    such as 3.7 is refused (TypeError), not truncated to another cell."""
+    value = np.asarray(action)
+    if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
+        raise TypeError(f"action {action!r}: a move is an integer cell number, not a {type(action).__name__}")
+    return int(value)
+
+
 class TTTAECEnv(AECEnv):
     """Two agents take turns on a ttt board (see the module docstring); ``aec_env`` wraps it."""
 
@@ -115,7 +124,7 @@ class TTTAECEnv(AECEnv):
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
-        self.state = self.state.apply(int(action))
+        self.state = self.state.apply(cell_action(action))
         if self.state.is_terminal():
             winner = self.state.winner()
             for a in self.agents:
@@ -191,7 +200,8 @@ class TTTGymEnv(gymnasium.Env):
     def step(self, action):
         if self.ended:
             raise RuntimeError("step() before reset() or after the episode ended; call reset()")
-        if not self.state.is_legal(int(action)):
+        action = cell_action(action)
+        if not self.state.is_legal(action):
             self.ended = True
             obs, info = self._observe()
             return obs, -1.0, True, False, {**info, "illegal_move": True}

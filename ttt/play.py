@@ -8,7 +8,8 @@ column and the piece drops to its lowest empty cell. Commands: ``hint`` (the age
 legal move for you), ``undo`` (take back your last move and the agent's reply), ``help``, ``quit``.
 
 ``learn=true`` lets a learning agent learn from every finished game (``Player.learn_from_game``)
-and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``).
+and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``):
+after ``quit``, the end of the input, or Ctrl-C (exit code 130), always atomically.
 
 When a game ends with a win, the winning line is named by its cells. ``svg=DIR`` also saves every
 position of every game as an SVG picture, ``DIR/game<G>_ply<NN>.svg`` (``ttt.games.render``: the
@@ -29,8 +30,9 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.cli import OutputError, check_writable_file, run_cli, write_with_fallback
-from ttt.config import GameConfig
+from ttt.checkpoint import atomic_write
+from ttt.cli import Interrupted, OutputError, check_writable_file, run_cli, write_with_fallback
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import FIRST, Game, State, render_board
 from ttt.games.render import line_text, render_svg
 from ttt.human import MoveError, hint_text, move_syntax, parse_move
@@ -104,6 +106,7 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     """
     import torch
 
+    check_seed_and_threads(cfg)
     torch.set_num_threads(int(cfg.threads))
     io = _Console(input_stream or sys.stdin, output_stream or sys.stdout)
     if cfg.seat not in ("ask", "first", "second"):
@@ -134,27 +137,32 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     learned = 0
     io.say(f"{game.name} against {label}. Empty cells show their numbers; the margins are coordinates.")
     io.say(f"Moves: {move_syntax(game)}. Commands: {COMMANDS}.")
-    while True:
-        human = _choose_seat(io, cfg.seat)
-        if human is None:
-            break
-        saver = None if frames is None else _frame_saver(frames, tally["games"] + 1)
-        states = _play_game(io, game, agent, label, human, rng, saver)
-        if states is None:
-            break
-        winner = states[-1].winner()
-        key = "draws" if winner == 0 else ("wins" if winner == human else "losses")
-        tally["games"] += 1
-        tally[key] += 1
-        if cfg.learn:
-            if agent.learn_from_game(states):
-                learned += 1
-                io.say(f"{label} learned from this game.")
-            else:
-                io.say(f"{label} did not learn from this game.")
-        answer = io.ask("Play again? [y/n]: ")
-        if answer is None or answer.lower() not in ("y", "yes"):
-            break
+    stopped = False
+    try:  # Ctrl-C (or SIGTERM) between or during games: what was learned is saved all the same
+        while True:
+            human = _choose_seat(io, cfg.seat)
+            if human is None:
+                break
+            saver = None if frames is None else _frame_saver(frames, tally["games"] + 1)
+            states = _play_game(io, game, agent, label, human, rng, saver)
+            if states is None:
+                break
+            winner = states[-1].winner()
+            key = "draws" if winner == 0 else ("wins" if winner == human else "losses")
+            tally["games"] += 1
+            tally[key] += 1
+            if cfg.learn:
+                if agent.learn_from_game(states):
+                    learned += 1
+                    io.say(f"{label} learned from this game.")
+                else:
+                    io.say(f"{label} did not learn from this game.")
+            answer = io.ask("Play again? [y/n]: ")
+            if answer is None or answer.lower() not in ("y", "yes"):
+                break
+    except KeyboardInterrupt:
+        stopped = True
+        io.say("\ninterrupted")
     failed = None
     if cfg.learn and learned:
         try:
@@ -167,6 +175,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     io.say(f"You: {tally['wins']} won, {tally['draws']} drawn, {tally['losses']} lost. Bye.")
     if failed is not None:
         raise failed
+    if stopped:
+        raise Interrupted()
     return tally
 
 
@@ -189,7 +199,8 @@ def _frame_saver(folder: Path, game_number: int):
 
     def save(state: State) -> None:
         path = folder / f"game{game_number}_ply{state.num_moves:02d}.svg"
-        path.write_text(render_svg(state.game, state.board, state.last_action))
+        svg = render_svg(state.game, state.board, state.last_action)
+        atomic_write(path, lambda tmp: tmp.write_text(svg))
 
     return save
 

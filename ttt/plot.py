@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ttt.cli import plain_help
+from ttt.cli import plain_help, run_cli, write_with_fallback
 from ttt.curves import Band, RunLog, find_runs, group_runs, mean_band, short_labels
 
 FIGURES = ("curves", "openings", "outcomes")
@@ -38,8 +38,8 @@ OPENING_TAG = re.compile(r"^train/opening_value/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
 
 
-class PlotError(Exception):
-    """A one-line reason why no figure can be drawn."""
+class PlotError(ValueError):
+    """A one-line reason why no figure can be drawn (exit code 2)."""
 
 
 def parse_list(value: str) -> list[str]:
@@ -131,12 +131,14 @@ def _finish(fig, axes, title: str, output: Path) -> Path:
         cols = sum(ax.get_subplotspec().is_first_row() for ax in axes)
         fig.suptitle(wrap_items(title, 75 * cols), fontsize=9)
     fig.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=90)
-    import matplotlib.pyplot as plt
+    # written atomically; a folder that cannot take it: the figure goes to a fallback file, named
+    fmt = output.suffix.lstrip(".") or "png"
+    try:
+        return write_with_fallback(output, lambda tmp: fig.savefig(tmp, dpi=90, format=fmt), "figure")
+    finally:
+        import matplotlib.pyplot as plt
 
-    plt.close(fig)
-    return output
+        plt.close(fig)
 
 
 def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) -> Path:
@@ -234,14 +236,16 @@ def main(argv: list[str] | None = None) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(plain_help(__doc__), end="")
         raise SystemExit(0 if argv else 2)
-    try:
-        root, opts = parse_args(argv)
-        groups = load_groups(root)
-        out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
-                   parse_list(opts["tags"]), opts["opponent"])
-    except PlotError as e:
-        raise SystemExit(f"ttt.plot: {e}") from None
+    run_cli(_draw_command, argv)
+
+
+def _draw_command(argv: list[str]) -> None:
+    root, opts = parse_args(argv)
+    groups = load_groups(root)
+    out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
+               parse_list(opts["tags"]), opts["opponent"])
     print(f"ttt.plot: wrote {out} ({sum(len(v) for v in groups.values())} runs in {len(groups)} settings)")
+
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import run_cli
+from ttt.config import check_seed_and_threads
 from ttt.specs import SHIPPED_CHECKPOINT
 
 
@@ -85,6 +86,7 @@ def serve(cfg: DictConfig) -> None:
         raise ValueError(f"port must be in 0..65535, got {cfg.port}")
     if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
         raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
+    check_seed_and_threads(cfg)
     folder = Path(cfg.checkpoints) if cfg.checkpoints is not None else SHIPPED_FOLDER
     if cfg.checkpoints is not None and not folder.is_dir():
         raise ValueError(f"checkpoints={folder}: no such folder")

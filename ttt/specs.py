@@ -94,6 +94,38 @@ def _option_names(name: str) -> list[str]:
     return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
+def check_options(name: str, options: dict, spec: Any) -> None:
+    """Refuse (one-line ValueError) an option whose value is not of the type of the player's default:
+    ``alphabeta:x`` or ``mcts:1.5`` (an int option takes an int; a float option an int or a float; a
+    bool option true or false; None only where the option may be None)."""
+    params = inspect.signature(player_factory(name)).parameters
+    for key, value in options.items():
+        param = params.get(key)
+        if param is None or param.default is inspect.Parameter.empty:
+            continue  # an unknown option: the player's own error names it
+        default, annotation = param.default, str(param.annotation)
+        if value is None:
+            ok = default is None or "None" in annotation
+            want = "a value"
+        elif isinstance(default, bool):
+            ok, want = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif isinstance(default, float):
+            ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        elif isinstance(default, str):
+            ok, want = isinstance(value, str), "a name"
+        else:
+            continue
+        if not ok:
+            raise ValueError(f"player spec {spec_text(spec)}: {name} option {key} must be {want}, got {value!r}")
+
+
+def spec_text(spec: Any) -> str:
+    """A spec as it is quoted in error messages."""
+    return repr(spec.strip()) if isinstance(spec, str) else str(spec)
+
+
 def check_player_name(name: str) -> None:
     """Raise a one-line ValueError when ``name`` is not a known player."""
     if name not in PLAYERS:
@@ -144,6 +176,7 @@ def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tup
             player = loaded[i]
         else:
             check_player_name(target)
+            check_options(target, options, spec)
             try:
                 player = make_player(target, game, **options)
             except TypeError as e:  # an option the player does not take

@@ -49,6 +49,7 @@ from typing import TextIO
 
 import numpy as np
 
+from ttt.checkpoint import atomic_write
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
 from ttt.players import Player, make_player
@@ -249,11 +250,7 @@ def save_suites(path: str | Path, game: Game, suites: dict[str, Suite]) -> None:
         for name, array in arrays.items():
             with z.open(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), "w") as f:
                 np.lib.format.write_array(f, array, allow_pickle=False)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
+    atomic_write(path, lambda tmp: tmp.write_bytes(buf.getvalue()))
 
 
 def read_suites(path: str | Path, game: Game) -> dict[str, Suite]:

@@ -25,7 +25,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
-from ttt.config import GameConfig
+from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import make_game
 from ttt.specs import agent_spec, board_name, load_agents
 from ttt.suites import (
@@ -71,8 +71,7 @@ def tactics(cfg: DictConfig, out: TextIO | None = None) -> dict:
     import torch
 
     out = out or sys.stdout
-    if int(cfg.threads) < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    check_seed_and_threads(cfg)
     if cfg.output:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))

@@ -10,6 +10,9 @@ overwrite, resume compared with the checkpoint's config).
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
 from ttt.agents.dqn_runs import train_side_by_side
-from ttt.cli import check_writable_dir, run_cli
-from ttt.config import ConfigError
+from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hydra_record, run_cli, threading_main
+from ttt.config import ConfigError, check_memory, check_train_config
+from ttt.games import make_game
 from ttt.learners import register_configs
 from ttt.training import Run, seed_everything
 
@@ -29,7 +33,7 @@ def train(cfg: DictConfig) -> dict:
     """Run the training the config describes; returns the final evaluation (as in final_eval.json)."""
     import torch
 
-    if cfg.get("run_dir"):
+    if cfg.get("run_dir") is not None:  # '' too: Run refuses it, one line
         run_dir = Path(cfg.run_dir)
     else:
         from hydra.core.hydra_config import HydraConfig
@@ -41,6 +45,8 @@ def train(cfg: DictConfig) -> dict:
         if cfg.agent.name != "dqn":
             raise ConfigError(f"seeds={cfg.seeds}: only agent dqn trains runs side by side; train the seeds of "
                               f"{cfg.agent.name} one at a time (e.g. -m seed=0,1,2)")
+        check_train_config(cfg)  # each run checks its own too; the memory is the runs' together
+        check_memory(cfg, make_game(cfg.game.name))
         return train_side_by_side(cfg, run_dir, Run)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:
@@ -59,6 +65,41 @@ class RunDirCheck(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         run_cli(_check_sweep, config)
+        if "joblib" in str(OmegaConf.select(config, "hydra.launcher._target_", default="")) and threading_main():
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, _jobs_stop)
+
+
+def _jobs_stop(signum: int, frame: Any) -> None:
+    """Ctrl-C or SIGTERM in the parent of a joblib multirun: the jobs save and stop (each handles
+    the signal, SIGTERM forwarded to them), the parent waits for them, then exits with 130. A
+    second signal exits at once."""
+    exit_on_signals()  # the next one
+    os.write(2, f"ttt.train: {signal.Signals(signum).name} received; waiting for the jobs to save "
+                f"(again stops at once)\n".encode())
+    if signum == signal.SIGTERM:  # Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
+        for pid in _children():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+    global _jobs_stopped
+    _jobs_stopped = True
+
+
+_jobs_stopped = False
+
+
+def _children() -> list[int]:
+    """The pids of this process's children (``/proc``; none where it cannot be read)."""
+    pids = []
+    try:
+        for task in os.listdir(f"/proc/{os.getpid()}/task"):
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return pids
 
 
 def _check_sweep(config: DictConfig) -> None:
@@ -69,6 +110,7 @@ def _check_sweep(config: DictConfig) -> None:
 
 
 register_configs()
+guard_hydra_record()  # here, not under __main__: the jobs of a joblib multirun import this module
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
@@ -77,4 +119,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the parent of a multirun: the jobs have said what they saved
+        sys.exit(130)
+    if _jobs_stopped:
+        sys.exit(130)

@@ -2,25 +2,34 @@
 one schedule of evaluations, checkpoints, log lines and stops.
 
 A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any
-work starts (``ttt.config.check_train_config``, and the evaluation opponents, which it builds),
-checks that the folder is writable, and takes its lock (``train.lock``: one run per folder; a
-lock whose process is gone is stale and replaced). A folder holding a checkpoint is refused
+work starts (``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the
+evaluation opponents, which it builds), checks that the folder is writable and that nothing in it
+is in the way, and takes its lock; ``ttt.run_dir.RunFolder`` does the folder's part (one run per
+folder, resume and overwrite, module docstring there). A folder holding a checkpoint is refused
 unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the earlier checkpoint,
-``final_eval.json``, ``tb/`` and ``train.log`` are deleted). Resuming compares the config with
-the one saved in the checkpoint: a key that changes the result refuses, naming it; ``episodes``
-may grow, and keys that only change what is measured or printed may change (``RESUME_FREE``).
-A resumed run whose ``final_eval.json`` already covers ``episodes`` is skipped with one line
-(so rerunning a multirun with ``resume=true`` finishes only the jobs that had not finished). A run
-that fails before training begins removes the folder when it created it.
+``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only when training
+begins). Resuming compares the config with the one saved in the checkpoint: a key that changes the
+result refuses, naming it; ``episodes`` may grow, and keys that only change what is measured or
+printed may change (``RESUME_FREE``). A resumed run whose ``final_eval.json`` already covers
+``episodes`` is skipped with one line (so rerunning a multirun with ``resume=true`` finishes only
+the jobs that had not finished). A run that fails before training begins removes the folder when
+it created it, and puts back what overwrite=true had set aside.
+
+Nothing written is lost: checkpoints and ``final_eval.json`` are written atomically
+(``ttt.checkpoint.atomic_write``). A file that cannot be written while training (a full disk, an
+I/O error) stops the run with one line (``ttt.cli.OutputError``, exit code 1): what failed, which
+file, which checkpoint is safe on disk, and the command that resumes.
 
 The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same
 for per-game and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
 ``train/episodes_per_sec`` and a progress line; every ``eval_every`` episodes an evaluation and
 a checkpoint; a checkpoint also every ``checkpoint_every`` episodes and after
-``checkpoint_minutes`` without one. Ctrl-C or SIGTERM finishes the current step, saves, prints
-where the checkpoint is and how to resume, and stops with ``ttt.cli.Interrupted`` (exit code 130);
-a second Ctrl-C stops at once. The first and last lines of a run say where its outputs are;
-``train.log`` in the run folder holds every line, progress lines included.
+``checkpoint_minutes`` without one. The checkpoint of an evaluation is written before it. Ctrl-C
+or SIGTERM finishes the current step, saves, prints where the checkpoint is and how to resume, and
+stops with ``ttt.cli.Interrupted`` (exit code 130); during an evaluation, whose checkpoint is
+already saved, it stops at once; a second Ctrl-C stops at once. The first and last lines of a
+run say where its outputs are; ``train.log`` in the run folder holds every line, progress lines
+included.
 
 TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episodes_per_sec`` tags):
 
@@ -46,14 +55,13 @@ Hyperparameters (the resolved config, flattened) are logged once as text under `
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
 import re
 import shlex
-import shutil
 import signal
-import socket
 import sys
 import threading
 import time
@@ -64,24 +72,18 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.checkpoint import CheckpointError, load_checkpoint
-from ttt.cli import Interrupted, check_writable_dir, one_line
-from ttt.config import ConfigError, check_train_config
+from ttt.checkpoint import CheckpointError, atomic_write, load_checkpoint
+from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line
+from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.learners import check_learner, learner_device
 from ttt.players import Player
+from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, config_changes, played_episodes
 from ttt.specs import load_agents
 from ttt.suites import tactics_rates
 
-CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
-LOCK_NAME = "train.lock"
-HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
-# keys that change only what is measured, saved or printed, not the weights: they may differ on resume
-RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "threads", "checkpoint_every",
-               "checkpoint_minutes", "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
-RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
 
@@ -136,145 +138,30 @@ def _sweep_dir() -> str | None:
     return None
 
 
-# ------------------------------------------------------------------------------------ the folder
-class RunLock:
-    """``train.lock`` in a run folder: the pid and host of the run using it."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / LOCK_NAME
-        self.held = False
-
-    def acquire(self) -> str | None:
-        """Take the lock; returns a note when a stale lock was replaced. Raises ConfigError when a
-        live process holds it (or one on another host, which cannot be checked)."""
-        note = None
-        for _ in range(3):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None:
-                    raise ConfigError(f"run_dir {self.path.parent} is in use by another training ({holder}); "
-                                      f"wait for it, stop it, or choose another run_dir") from None
-                note = f"removed a stale lock {self.path} (its process is gone)"
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
-                continue
-            with os.fdopen(fd, "w") as f:
-                json.dump({"pid": os.getpid(), "host": socket.gethostname(),
-                           "started": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
-            self.held = True
-            return note
-        raise ConfigError(f"run_dir {self.path.parent}: could not take {LOCK_NAME} (other runs keep starting here)")
-
-    def _holder(self) -> str | None:
-        """Who holds the lock, when someone does; None for a stale lock."""
-        try:
-            info = json.loads(self.path.read_text())
-            pid, host = int(info["pid"]), str(info["host"])
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError):
-            # unreadable: either being written this instant, or left half-written by a killed run
-            try:
-                young = time.time() - self.path.stat().st_mtime < 10
-            except OSError:
-                return None
-            return "a run starting this moment" if young else None
-        if host != socket.gethostname():
-            return (f"pid {pid} on host {host}, which cannot be checked from here; delete {self.path} "
-                    f"if no run is using the folder")
-        if _process_alive(pid):
-            return f"pid {pid}, started {info.get('started', '?')}"
-        return None
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for k, v in node.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-        return out
-    return {prefix[:-1]: node}
-
-
-def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
-    """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
-    (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
-    and keys the checkpoint does not record)."""
-    old, new = _flatten(saved), _flatten(now)
-    refused, free = [], []
-    for key in sorted(set(old) | set(new)):
-        if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
-            continue
-        text = f"{key} {old.get(key, '(not recorded)')} -> {new.get(key, '(not set)')}"
-        if key in RESUME_FREE or key == "episodes" or key not in old:
-            free.append(text)  # a key the checkpoint does not record came with a newer version
-        else:
-            refused.append(text)
-    return refused, free
-
-
-def played_episodes(payload: dict) -> int:
-    """The training games a checkpoint has played (0 for one that counts none)."""
-    return int(payload.get("episodes", payload.get("episode", 0)))
-
-
 # ------------------------------------------------------------------------------------ the run
 class Run:
     """One training run: its folder, logger, evaluation, schedule and progress lines.
 
     Use it as a context manager around the learner's ``train(cfg, run)``: leaving it closes the
     logs, releases the lock, restores the signal handlers, prints the last line, and after a
-    failure before training began removes the folder when the run created it.
+    failure before training began removes the folder when the run created it (or puts back the
+    files overwrite=true had set aside). An ``OSError`` while training (a full disk) leaves it as
+    an ``OutputError`` of one line saying what is safe on disk and how to resume.
     """
 
     def __init__(self, cfg: DictConfig, run_dir: str | Path, device: str | None = None) -> None:
         self.cfg = cfg
         self.dir = Path(run_dir)
-        # nothing but Hydra's record of this job in it: the folder is this run's (removed if it fails at start)
-        try:
-            self._fresh = not self.dir.exists() or (self.dir.is_dir() and
-                                                   {p.name for p in self.dir.iterdir()} <= {HYDRA_RECORD})
-        except OSError:  # unreadable: not ours to remove (check_writable_dir reports it)
-            self._fresh = False
-        self._lock = RunLock(self.dir)
+        self.folder = RunFolder(self.dir)
         self._log_file = None
         self._handlers: dict[int, Any] = {}
         self.writer = None
         self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
         self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
-        self._resume_path: Path | None = None
         self.resume_dir = self.dir  # the run_dir of the command that resumes (a group's, for runs side by side)
         self.started = False
+        self._saved: tuple[Path, int] | None = None  # the latest checkpoint on disk and its episodes
+        self._cut_short = False  # an evaluation whose checkpoint is saved: a signal stops it at once
         try:
             check_train_config(cfg)
             learner = check_learner(cfg)
@@ -282,6 +169,7 @@ class Run:
             # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
             self.device = learner_device(cfg, learner) if device is None else device
             self.game: Game = make_game(cfg.game.name)
+            check_memory(cfg, self.game, self.device)
             self.opponents = self._make_opponents()
             self.total = int(cfg.episodes)
             self.eval_every = int(cfg.eval_every)
@@ -297,11 +185,12 @@ class Run:
             self._saved_at = time.monotonic()
             self._t_last, self._ep_last = time.perf_counter(), 0
             check_writable_dir(self.dir, "run_dir")
-            stale = self._lock.acquire()
+            self.folder.check_paths()
+            stale = self.folder.lock.acquire()
             self._open([stale] if stale else [])
         except BaseException:
             self.close(ok=False)
-            self._discard()
+            self.folder.discard()
             raise
 
     # ------------------------------------------------------------------ setting up
@@ -313,42 +202,22 @@ class Run:
         except (ValueError, TypeError, CheckpointError) as e:
             raise ConfigError(f"eval_opponents: {one_line(e)}") from None
 
-    def _existing(self) -> list[Path]:
-        return [self.dir / name for name in CHECKPOINT_NAMES if (self.dir / name).is_file()]
-
     def _open(self, notes: list[str]) -> None:
         cfg = self.cfg
-        existing = self._existing()
-        if existing and not cfg.resume and not cfg.overwrite:
-            raise ConfigError(f"run_dir {self.dir} holds {existing[0].name} of an earlier run; resume=true "
-                              f"continues it, overwrite=true starts over (deleting it)")
-        purge_step = None
-        if cfg.resume and existing:
-            self.resumed, free = self._load_resume(existing)
-            final = _read_json(self.dir / "final_eval.json")
-            # value iteration plays no games (episodes 0): a finished solve is final
-            if final is not None and (final.get("episodes") == 0 or self.total <= int(final.get("episodes", 0))):
-                self.finished = final
-                print(f"ttt.train: {self.dir} has finished ({final.get('episodes')} episodes, final_eval.json); "
-                      f"skipped", file=sys.stderr, flush=True)
-                return
-            purge_step = played_episodes(self.resumed)
-            notes.append(f"resumed {self._resume_path} at episode {purge_step}"
-                         + (f" (changed: {'; '.join(free)})" if free else ""))
-        elif cfg.resume:
-            notes.append(f"resume=true: no checkpoint in {self.dir}; starting from the beginning")
-        if cfg.overwrite and (existing or (self.dir / "tb").exists()):
-            for path in existing:
-                path.unlink()
-            shutil.rmtree(self.dir / "tb", ignore_errors=True)
-            for name in ("final_eval.json", "train.log"):
-                (self.dir / name).unlink(missing_ok=True)
-            notes.append(f"overwrite=true: deleted the earlier run's {', '.join(p.name for p in existing)}, "
-                         f"final_eval.json, tb/ and train.log")
+        notes += self.folder.open(bool(cfg.resume), bool(cfg.overwrite), self._load_resume, self.total)
+        self.resumed, self.finished = self.folder.resumed, self.folder.finished
+        if self.finished is not None:
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
+            print(f"ttt.train: {self.dir} has finished ({self.finished.get('episodes')} episodes, final_eval.json); "
+                  f"skipped", file=sys.stderr, flush=True)
+            return
+        if self.resumed is not None:
+            self._saved = (self.folder.resume_path, played_episodes(self.resumed))
         from torch.utils.tensorboard import SummaryWriter
 
         self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge_step)
+        self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=self.folder.purge_step)
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
         self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}; outputs in {self.dir}/ "
                  f"(checkpoint, final_eval.json, tb/, train.log)")
@@ -356,18 +225,9 @@ class Run:
             self.say(note)
         self._install_signal_handlers()
 
-    def _load_resume(self, existing: list[Path]) -> tuple[dict, list[str]]:
+    def _load_resume(self, path: Path) -> tuple[dict, list[str]]:
         """The checkpoint to continue from, with the learner and board checked and the config compared."""
-        errors = []
-        for path in existing:
-            try:
-                payload = load_checkpoint(path, kind=self.cfg.agent.name, game=self.game.name)
-                break
-            except CheckpointError as e:
-                errors.append(e)
-        else:
-            raise errors[0]
-        self._resume_path = path
+        payload = load_checkpoint(path, kind=self.cfg.agent.name, game=self.game.name)
         saved = payload.get("config")
         refused, free = config_changes(saved, self.config_dict()) if isinstance(saved, dict) else (
             [], ["the checkpoint records no config: not compared"])
@@ -392,42 +252,68 @@ class Run:
         if self._stop is not None:
             raise KeyboardInterrupt
         self._stop = signum
+        if self._cut_short:  # an evaluation after its checkpoint: nothing to finish
+            raise _CutShort
         # os.write, not print: the signal may arrive in the middle of a print to stderr
         os.write(2, f"\nttt.train: {signal.Signals(signum).name} received; finishing this step and saving "
                     f"(Ctrl-C again stops at once)\n".encode())
-
-    def _discard(self) -> None:
-        """After a failure before training began: remove the folder if this run created it (nothing
-        but Hydra's record of the job was in it) and no other run holds it."""
-        if self._fresh and self.dir.is_dir() and not (self.dir / LOCK_NAME).exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Run:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
         ok = error is None and self.started
-        self.close(ok=ok)
+        try:
+            self.close(ok=ok)
+        except OSError as e:  # the last line could not go into train.log
+            if error is None and self.started:
+                raise self.write_failure(e) from None
+            raise
         if error is not None and not self.started and not isinstance(error, Interrupted):
-            self._discard()
+            self.folder.discard()
+        if isinstance(error, OSError) and self.started:
+            # a full disk or an I/O error while training: one line, what is safe, how to go on
+            raise self.write_failure(error) from None
+
+    def write_failure(self, error: OSError) -> OutputError:
+        """The one-line error for ``error`` while training: what failed, which file, which checkpoint
+        is safe on disk, and the command that resumes."""
+        where = error.filename or "a file in " + str(self.dir)
+        reason = error.strerror or one_line(error)
+        fix = "free space" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "fix that"
+        if self._saved is not None:
+            path, episodes = self._saved
+            safe = f"the checkpoint of episode {episodes} is safe in {path}; {fix}, then resume with: " \
+                   f"{resume_command(self.resume_dir)}"
+        else:
+            safe = f"no checkpoint was saved yet; {fix}, then run the command again"
+        return OutputError(f"could not write {where} ({reason}); {safe}")
 
     def close(self, ok: bool = True) -> None:
-        """Close the logs, release the lock and the signal handlers; ``ok``: print the last line."""
+        """Close the logs, release the lock and the signal handlers; ``ok``: print the last line.
+        Before training began, what overwrite=true set aside is put back."""
         for signum, handler in self._handlers.items():
             signal.signal(signum, handler)
         self._handlers.clear()
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        if ok and self.finished is None and self._log_file is not None:
-            outputs = [p.name + ("/" if p.is_dir() else "") for p in sorted(self.dir.iterdir())
-                       if p.name in (*CHECKPOINT_NAMES, "final_eval.json", "tb", "train.log")]
-            self.say(f"ttt.train: done in {time.perf_counter() - self._t0:.1f} s; outputs in {self.dir}/: "
-                     f"{', '.join(outputs)} (tensorboard --logdir {self.dir / 'tb'})")
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-        self._lock.release()
+        try:
+            if self.writer is not None:
+                writer, self.writer = self.writer, None
+                writer.close()
+            if ok and self.finished is None and self._log_file is not None:
+                outputs = [p.name + ("/" if p.is_dir() else "") for p in sorted(self.dir.iterdir())
+                           if p.name in (*CHECKPOINT_NAMES, "final_eval.json", "tb", "train.log")]
+                self.say(f"ttt.train: done in {time.perf_counter() - self._t0:.1f} s; outputs in {self.dir}/: "
+                         f"{', '.join(outputs)} (tensorboard --logdir {self.dir / 'tb'})")
+        finally:
+            if self._log_file is not None:
+                log, self._log_file = self._log_file, None
+                try:
+                    log.close()
+                except OSError:  # a full disk: the line was printed; the error that stopped the run says more
+                    pass
+            if not self.started:
+                self.folder.restore()
+            self.folder.lock.release()
 
     # ------------------------------------------------------------------ paths
     def checkpoint_path(self, suffix: str = ".pt") -> Path:
@@ -457,8 +343,11 @@ class Run:
         if console:
             print(text, file=sys.stderr, flush=True)
         if self._log_file is not None:
-            self._log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}\n")
-            self._log_file.flush()
+            try:
+                self._log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}\n")
+                self._log_file.flush()
+            except OSError as e:  # a full disk: name the file (write_failure says what is safe)
+                raise OSError(e.errno, e.strerror or one_line(e), str(self.dir / "train.log")) from None
 
     def progress(self, episode: int, info: str = "", force: bool = False) -> None:
         """A progress line (at most every 2 s unless forced; ``tick`` writes one at least every 10 s):
@@ -501,6 +390,9 @@ class Run:
     def start(self, done: int) -> None:
         """Training begins (or continues) with ``done`` episodes played; the schedule counts from here."""
         self.started = True
+        note = self.folder.commit()
+        if note:
+            self.say(note)
         self._last = done
         self._saved_at = time.monotonic()
         self._t_last, self._ep_last = time.perf_counter(), done
@@ -526,22 +418,46 @@ class Run:
         saved = False
         every = self.eval_every
         if every and done // every > last // every and done < self.total:
-            self.evaluate(player(), done)
-            self.progress(done, "evaluated", force=True)
-            save(done)
+            self._save(save, done)  # first: a signal during the evaluation then stops at once
             saved = True
+            self.evaluate_saved(player, done)
+            self.progress(done, "evaluated", force=True)
         every = self.checkpoint_every
         if not saved and done < self.total and (
                 (every and done // every > last // every)
                 or (self.checkpoint_seconds and time.monotonic() - self._saved_at >= self.checkpoint_seconds)):
-            save(done)
+            self._save(save, done)
             saved = True
         if saved:
             self._saved_at = time.monotonic()
         if self._stop is not None:
             if not saved:
-                save(done)
+                self._save(save, done)
             self._stopped(done)
+
+    def _save(self, save: Callable[[int], Any], done: int) -> None:
+        save(done)
+        saved = self.folder.existing()
+        if saved:
+            self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
+
+    def evaluate_saved(self, player: Callable[[], Player], done: int,
+                       games: int | None = None) -> dict[str, MatchResult]:
+        """``evaluate(player(), done, games)`` once the checkpoint of ``done`` is saved: Ctrl-C or
+        SIGTERM stops it at once (``Interrupted``, after the lines saying where the checkpoint is)."""
+        self._cut_short = True
+        try:
+            if self._stop is not None:
+                raise _CutShort
+            results = self.evaluate(player(), done, games)
+            self._cut_short = False  # inside the try: a signal up to here is caught below
+            return results
+        except _CutShort:
+            self._cut_short = False
+            self._stopped(done)
+            raise  # not reached: _stopped raises Interrupted
+        finally:
+            self._cut_short = False  # also after any other error
 
     def check_stop(self) -> None:
         """For a learner with nothing to save midway: raise ``Interrupted`` if a stop was asked."""
@@ -554,16 +470,14 @@ class Run:
                games: int | None = None) -> dict[str, MatchResult]:
         """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
         ``eval_games``), and a last progress line."""
-        save(done)
-        if self._stop is not None:
-            self._stopped(done)
-        results = self.evaluate(player(), done, games)
+        self._save(save, done)
+        results = self.evaluate_saved(player, done, games)
         self.progress(done, "final evaluation", force=True)
         return results
 
     def _stopped(self, done: int) -> None:
-        saved = self._existing()
-        where = saved[0] if saved else self.dir
+        saved = self.folder.existing()
+        where = self._saved[0] if self._saved else (saved[0] if saved else self.dir)
         self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
                  f"checkpoint saved: {where}")
         sweep = _sweep_dir()
@@ -585,5 +499,11 @@ class Run:
             "results": [row for name, r in results.items() for row in r.rows(name)],
             **(extra or {}),
         }
-        (self.dir / "final_eval.json").write_text(json.dumps(out, indent=2) + "\n")
+        text = json.dumps(out, indent=2) + "\n"
+        atomic_write(self.dir / "final_eval.json", lambda tmp: tmp.write_text(text))
         return out
+
+
+class _CutShort(BaseException):
+    """Raised by the signal handler inside an evaluation whose checkpoint is saved (not an Exception:
+    nothing on the way may swallow it)."""

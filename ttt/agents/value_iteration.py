@@ -209,7 +209,7 @@ def train(cfg, run) -> dict:
     save_checkpoint(run.checkpoint_path(".npz"), {
         "kind": "value_iteration", "game": game.name, "hashes": hashes, "values": values,
         "sweeps": sweeps, "config": run.config_dict()})
-    results = run.evaluate(player, sweeps)
+    results = run.evaluate_saved(lambda: player, sweeps)  # saved: a Ctrl-C stops it at once
 
     selfplay = {}
     n = int(settings.selfplay_games)
