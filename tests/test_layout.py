@@ -27,7 +27,7 @@ LAYERS = (
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}
 MAX_LINES = 500
 # modules over MAX_LINES, each to be split: the test fails when one is missing here or a new one appears
-OVER_MAX_LINES = {"ttt.training"}
+OVER_MAX_LINES: set[str] = set()
 
 
 def modules():

@@ -19,9 +19,9 @@ from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
 from ttt.config import ConfigError
 from ttt.players import make_player
-from ttt.run_dir import LOCK_NAME
+from ttt.run_dir import LOCK_NAME, hydra_value
 from ttt.train import train
-from ttt.training import Run, hydra_value
+from ttt.training import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",

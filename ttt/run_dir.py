@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import socket
 import time
@@ -47,6 +49,47 @@ RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a ma
 
 
 # ------------------------------------------------------------------------------------ the lock
+# the commands that started a run and that continue it
+def hydra_overrides() -> list[str] | None:
+    """The command-line overrides of the Hydra job running now, or None outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
+
+
+def run_command() -> str:
+    """The command line that started this run, when Hydra started it."""
+    overrides = hydra_overrides()
+    return "ttt.train.train(cfg)" if overrides is None else shlex.join(["python", "-m", "ttt.train", *overrides])
+
+
+def hydra_value(text: str) -> str:
+    """``text`` as the value of a Hydra override: quoted when it holds characters of the override
+    grammar (a multirun job's folder name holds ``=`` and ``,``)."""
+    if re.fullmatch(r"[\w./~:@%+-]+", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that continues the run in ``run_dir`` from its checkpoint."""
+    overrides = hydra_overrides()
+    if overrides is None:
+        return f"train(cfg) with the same config and resume=true run_dir={hydra_value(str(run_dir))}"
+    keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("run_dir", "resume", "overwrite")]
+    return shlex.join(["python", "-m", "ttt.train", *keep, f"run_dir={hydra_value(str(run_dir))}", "resume=true"])
+
+
+def sweep_dir() -> str | None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return str(HydraConfig.get().sweep.dir)
+    return None
+
+
+
 def process_start(pid: int) -> str | None:
     """The start time of process ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22),
     or None where it cannot be read (no such process, no ``/proc``)."""

@@ -59,8 +59,6 @@ import errno
 import json
 import os
 import random
-import re
-import shlex
 import signal
 import sys
 import threading
@@ -80,7 +78,15 @@ from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
 from ttt.learners import check_learner, learner_device
 from ttt.players import Player
-from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, config_changes, played_episodes
+from ttt.run_dir import (
+    CHECKPOINT_NAMES,
+    RunFolder,
+    config_changes,
+    played_episodes,
+    resume_command,
+    run_command,
+    sweep_dir,
+)
 from ttt.specs import load_agents
 from ttt.suites import tactics_rates
 
@@ -96,46 +102,6 @@ def seed_everything(seed: int) -> np.random.Generator:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return np.random.default_rng(seed)
-
-
-# ------------------------------------------------------------------------------------ the command
-def hydra_overrides() -> list[str] | None:
-    """The command-line overrides of the Hydra job running now, or None outside Hydra."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
-
-
-def run_command() -> str:
-    """The command line that started this run, when Hydra started it."""
-    overrides = hydra_overrides()
-    return "ttt.train.train(cfg)" if overrides is None else shlex.join(["python", "-m", "ttt.train", *overrides])
-
-
-def hydra_value(text: str) -> str:
-    """``text`` as the value of a Hydra override: quoted when it holds characters of the override
-    grammar (a multirun job's folder name holds ``=`` and ``,``)."""
-    if re.fullmatch(r"[\w./~:@%+-]+", text):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def resume_command(run_dir: Path) -> str:
-    """The command that continues the run in ``run_dir`` from its checkpoint."""
-    overrides = hydra_overrides()
-    if overrides is None:
-        return f"train(cfg) with the same config and resume=true run_dir={hydra_value(str(run_dir))}"
-    keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("run_dir", "resume", "overwrite")]
-    return shlex.join(["python", "-m", "ttt.train", *keep, f"run_dir={hydra_value(str(run_dir))}", "resume=true"])
-
-
-def _sweep_dir() -> str | None:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
-        return str(HydraConfig.get().sweep.dir)
-    return None
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -480,7 +446,7 @@ class Run:
         where = self._saved[0] if self._saved else (saved[0] if saved else self.dir)
         self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
                  f"checkpoint saved: {where}")
-        sweep = _sweep_dir()
+        sweep = sweep_dir()
         if sweep is not None:
             self.say(f"ttt.train: to resume the whole sweep, run it again with resume=true hydra.sweep.dir={sweep}")
         self.say(f"ttt.train: resume with: {resume_command(self.resume_dir)}")
