@@ -153,7 +153,7 @@ def test_one_schedule_for_per_game_and_batched_learners(compose_train, tmp_path,
     events: list[tuple[str, int]] = []
     with Run(cfg, tmp_path / "run") as run:
         player = make_player("random", run.game)
-        run.evaluate = lambda p, done, games=None: events.append(("eval", done)) or {}
+        run.evaluate = lambda p, done, games=None, label="": events.append(("eval", done)) or {}
         run.start(0)
         for done in steps:
             run.tick(done, lambda: player, lambda d: events.append(("save", d)),
@@ -353,3 +353,27 @@ def test_a_sweep_run_again_with_resume_skips_finished_jobs_and_continues_the_oth
     assert (job0 / "checkpoint.pt").read_bytes() == before
     assert json.loads((job1 / "final_eval.json").read_text())["episodes"] == 40
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == [job0.name, job1.name]
+
+
+def test_progress_lines_stop_the_counter_at_the_target_say_the_time_left_and_follow_the_evaluations(
+        compose_train, tmp_path):
+    import re
+
+    # 3 games side by side end past 10; a fresh evaluation line for each opponent
+    train(compose_train(["game=3x3", "episodes=10", "num_envs=3", "eval_every=4", "eval_games=6", "log_every=1",
+                         "agent.final_eval_games=4", "eval_opponents=[random,benchmark]"]))
+    log = (tmp_path / "run" / "train.log").read_text()
+    counts = [(int(a), int(b)) for a, b in re.findall(r"\] (\d+)/(\d+)", log)]
+    assert counts and all(done <= total == 10 for done, total in counts)
+    assert "in flight)" in log or counts[-1][0] == 10
+    assert "final evaluation: random 0/4 games" in log and "final evaluation: benchmark 0/4 games" in log
+    assert "evaluation: random 0/6 games" in log
+
+
+def test_time_left_is_the_games_to_go_at_the_mean_rate_since_training_began(compose_train, tmp_path):
+    with Run(compose_train(["game=3x3", "episodes=100", "eval_games=2", "eval_opponents=[random]"]),
+             tmp_path / "run") as run:
+        run.start(20)
+        now = run._train_start[0] + 30.0  # 30 s for 20 games: 60 games to go take 90 s
+        assert run._time_left(40, now) == " ~1 min 30 s left"
+        assert run._time_left(100, now) == "" and run._time_left(20, now) == ""

@@ -328,18 +328,44 @@ class Run:
         frac = min(episode / total, 1.0)
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         evals = " ".join(f"{k}:{r.both.score:.3f}" for k, r in self.last_eval.items())
-        line = f"[{bar}] {episode}/{total} {self.device} {info}" + (f" | eval score {evals}" if evals else "")
+        # games side by side end a few games past the target: the counter stops there and says so
+        count = f"{min(episode, total)}/{total}" + (f" (+{episode - total} in flight)" if episode > total else "")
+        line = f"[{bar}] {count} {self.device}{self._time_left(episode, now)} {info}"
+        line += f" | eval score {evals}" if evals else ""
         self.say(line, console=bool(self.cfg.progress))
 
+    def _time_left(self, episode: int, now: float) -> str:
+        """`` ~M min S s left`` at the mean rate since training began ('' before there is one)."""
+        start = getattr(self, "_train_start", None)
+        if start is None or episode >= self.total or now - start[0] < 1.0 or episode <= start[1]:
+            return ""
+        left = (self.total - episode) * (now - start[0]) / (episode - start[1])
+        return f" ~{int(left // 60)} min {int(left % 60):02d} s left"
+
+    def _evaluation_progress(self, label: str, name: str) -> Callable[[int, int], None]:
+        """A ``play_match`` progress callback: a line when each match starts, then at most every 2 s."""
+        said = [0.0]
+
+        def report(finished: int, games: int) -> None:
+            now = time.perf_counter()
+            if said[0] and now - said[0] < PROGRESS_SECONDS:
+                return
+            said[0] = now
+            self.say(f"{label}: {name} {finished}/{games} games", console=bool(self.cfg.progress))
+        return report
+
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, player: Player, episode: int, games: int | None = None) -> dict[str, MatchResult]:
+    def evaluate(self, player: Player, episode: int, games: int | None = None,
+                 label: str = "evaluation") -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
-        its tactics rates; logged. On the run's device when both players can play there (``play_match``)."""
+        its tactics rates; logged. On the run's device when both players can play there (``play_match``).
+        Progress lines (``label: opponent k/N games``) as the matches go."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
-                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device))
+                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device),
+                           progress=self._evaluation_progress(label, name))
             results[name] = r
             for seat in r.seats():
                 prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
@@ -363,6 +389,7 @@ class Run:
         self._saved_at = time.monotonic()
         self._t_last, self._ep_last = time.perf_counter(), done
         self._t_said, self._ep_said = time.perf_counter(), done
+        self._train_start = (time.perf_counter(), done)
 
     def tick(self, done: int, player: Callable[[], Player], save: Callable[[int], Any],
              log: Callable[[int], str] | None = None) -> None:
@@ -408,14 +435,14 @@ class Run:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
 
     def evaluate_saved(self, player: Callable[[], Player], done: int,
-                       games: int | None = None) -> dict[str, MatchResult]:
+                       games: int | None = None, label: str = "evaluation") -> dict[str, MatchResult]:
         """``evaluate(player(), done, games)`` once the checkpoint of ``done`` is saved: Ctrl-C or
         SIGTERM stops it at once (``Interrupted``, after the lines saying where the checkpoint is)."""
         self._cut_short = True
         try:
             if self._stop is not None:
                 raise _CutShort
-            results = self.evaluate(player(), done, games)
+            results = self.evaluate(player(), done, games, label)
             self._cut_short = False  # inside the try: a signal up to here is caught below
             return results
         except _CutShort:
@@ -437,7 +464,7 @@ class Run:
         """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
         ``eval_games``), and a last progress line."""
         self._save(save, done)
-        results = self.evaluate_saved(player, done, games)
+        results = self.evaluate_saved(player, done, games, "final evaluation")
         self.progress(done, "final evaluation", force=True)
         return results
 
