@@ -777,3 +777,17 @@ def test_search_labels_train_unvalued_afterstates_toward_the_opponents_best_repl
     assert len(searched) > 0 and np.isin(plain.targets, [1.0, -1.0, np.float32(0.9)]).all()
     want = reply_targets(net, searched, game, 0.9, Rules(gamma=0.9))
     np.testing.assert_allclose(labels.targets[~ruled], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("play_threats, final_group", [(0, "eval"), (1, "eval_final")])
+def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compose_train, tmp_path, play_threats,
+                                                                          final_group):
+    from ttt.curves import read_run
+    from ttt.train import train
+
+    train(compose_train(["game=4x4x4", "episodes=8", "num_envs=4", "eval_every=4", "eval_games=2",
+                         "eval_opponents=[random]", "eval_tactics=false", "agent.final_eval_games=2",
+                         f"agent.play_threats={play_threats}"]))
+    curves = read_run(tmp_path / "run" / "tb").curves
+    assert curves["eval/random/score"].steps.tolist() == ([4, 8] if final_group == "eval" else [4])
+    assert curves[f"{final_group}/random/score"].steps.tolist()[-1] == 8

@@ -44,6 +44,8 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
+``eval_final/...``                       the final evaluation, when the trained player's rules differ
+                                         from those of the evaluations during the run (dqn's threat chains)
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
@@ -356,10 +358,12 @@ class Run:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None,
-                 label: str = "evaluation") -> dict[str, MatchResult]:
+                 label: str = "evaluation", group: str = "eval") -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
-        its tactics rates; logged. On the run's device when both players can play there (``play_match``).
-        Progress lines (``label: opponent k/N games``) as the matches go."""
+        its tactics rates; logged under ``group/`` (``eval``, or ``eval_final`` for a final evaluation
+        whose player uses other move-selection rules than the evaluations before it). On the run's
+        device when both players can play there (``play_match``). Progress lines (``label: opponent k/N
+        games``) as the matches go."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
@@ -368,12 +372,12 @@ class Run:
                            progress=self._evaluation_progress(label, name))
             results[name] = r
             for seat in r.seats():
-                prefix = f"eval/{name}" if seat.seat == "both" else f"eval/{name}/{seat.seat}"
+                prefix = f"{group}/{name}" if seat.seat == "both" else f"{group}/{name}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(f"{prefix}/{key}", getattr(seat, key), episode)
         if self.cfg.eval_tactics:
             for suite, rate in tactics_rates(player, self.game).items():
-                self.log(f"eval/tactics/{suite}", rate, episode)
+                self.log(f"{group}/tactics/{suite}", rate, episode)
         self.last_eval = results
         self.writer.flush()
         return results
@@ -434,15 +438,15 @@ class Run:
         if saved:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
 
-    def evaluate_saved(self, player: Callable[[], Player], done: int,
-                       games: int | None = None, label: str = "evaluation") -> dict[str, MatchResult]:
+    def evaluate_saved(self, player: Callable[[], Player], done: int, games: int | None = None,
+                       label: str = "evaluation", group: str = "eval") -> dict[str, MatchResult]:
         """``evaluate(player(), done, games)`` once the checkpoint of ``done`` is saved: Ctrl-C or
         SIGTERM stops it at once (``Interrupted``, after the lines saying where the checkpoint is)."""
         self._cut_short = True
         try:
             if self._stop is not None:
                 raise _CutShort
-            results = self.evaluate(player(), done, games, label)
+            results = self.evaluate(player(), done, games, label, group)
             self._cut_short = False  # inside the try: a signal up to here is caught below
             return results
         except _CutShort:
@@ -460,11 +464,11 @@ class Run:
             raise Interrupted()
 
     def finish(self, player: Callable[[], Player], done: int, save: Callable[[int], Any],
-               games: int | None = None) -> dict[str, MatchResult]:
+               games: int | None = None, group: str = "eval") -> dict[str, MatchResult]:
         """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
-        ``eval_games``), and a last progress line."""
+        ``eval_games``, logged under ``group/``), and a last progress line."""
         self._save(save, done)
-        results = self.evaluate_saved(player, done, games, "final evaluation")
+        results = self.evaluate_saved(player, done, games, "final evaluation", group)
         self.progress(done, "final evaluation", force=True)
         return results
 

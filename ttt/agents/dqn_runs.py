@@ -429,7 +429,8 @@ def _train_group(cfg: DictConfig, runs: list, seeds: list[int]) -> dict[int, dic
     a = trainer.a
     play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(a.play_forks),
                          threats=max(trainer.rules.threats, int(a.play_threats)))
-    eval_rules = replace(play_rules, threats=0)
+    eval_rules = replace(play_rules, threats=0)  # as a single run: threat chains only in the final evaluation
+    final_group = "eval" if eval_rules == play_rules else "eval_final"
     total = int(cfg.episodes)
     results: dict[int, dict] = {}
 
@@ -454,7 +455,7 @@ def _train_group(cfg: DictConfig, runs: list, seeds: list[int]) -> dict[int, dic
     def finish(r: int, run) -> None:
         done = int(trainer.episodes[r])
         final = run.finish(lambda: player(r, final=True), done, lambda _: save(r, run),
-                           games=int(a.final_eval_games))
+                           games=int(a.final_eval_games), group=final_group)
         trainer.retire(r)  # after the checkpoint: it holds the run's games as they are, to continue them
         results[seeds[r]] = run.write_final(final, extra={"command": run.command(), "seed": seeds[r],
                                                          "network": network, "seeds_side_by_side": len(seeds)})

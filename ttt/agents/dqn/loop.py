@@ -38,8 +38,10 @@ def train(cfg: DictConfig, run) -> dict:
     play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(settings.play_forks),
                          threats=max(trainer.rules.threats, int(settings.play_threats)))
     # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
-    # final evaluation and the checkpoint use the trained player's whole rules
+    # final evaluation and the checkpoint use the trained player's whole rules, and when those differ
+    # the final evaluation is logged under eval_final/, so that the eval/ curves compare like with like
     eval_rules = replace(play_rules, threats=0)
+    final_group = "eval" if eval_rules == play_rules else "eval_final"
 
     def player(final: bool = False) -> DQNPlayer:
         return DQNPlayer(run.game, trainer.net, network, play_rules if final else eval_rules)
@@ -58,5 +60,6 @@ def train(cfg: DictConfig, run) -> dict:
     while trainer.episodes < total:
         trainer.step()
         run.tick(trainer.episodes, player, save, log)
-    results = run.finish(lambda: player(final=True), trainer.episodes, save, games=int(settings.final_eval_games))
+    results = run.finish(lambda: player(final=True), trainer.episodes, save, games=int(settings.final_eval_games),
+                         group=final_group)
     return run.write_final(results, extra={"command": run.command(), "seed": int(cfg.seed), "network": network})
