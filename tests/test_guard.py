@@ -342,7 +342,7 @@ def test_case_11_a_signal_during_the_final_evaluation_stops_it_at_once(compose_t
     with pytest.raises(Interrupted), Run(cfg, tmp_path / "r") as run:
         player = make_player("random", run.game)
 
-        def long_evaluation(p, done, games=None, label=""):
+        def long_evaluation(p, done, games=None, *rest):
             os.kill(os.getpid(), signal.SIGTERM)
             for i in range(1000):  # 17 s of games before; now it stops at the first
                 played.append(i)

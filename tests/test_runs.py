@@ -153,7 +153,7 @@ def test_one_schedule_for_per_game_and_batched_learners(compose_train, tmp_path,
     events: list[tuple[str, int]] = []
     with Run(cfg, tmp_path / "run") as run:
         player = make_player("random", run.game)
-        run.evaluate = lambda p, done, games=None, label="": events.append(("eval", done)) or {}
+        run.evaluate = lambda p, done, games=None, *rest: events.append(("eval", done)) or {}
         run.start(0)
         for done in steps:
             run.tick(done, lambda: player, lambda d: events.append(("save", d)),

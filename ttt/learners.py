@@ -5,13 +5,16 @@ the learners at all.
 * ``register_configs``: the schemas in Hydra's ConfigStore, each present learner's ``Config`` among them;
 * ``check_learner``: the learner's own checks of its settings and of the board (``Run`` calls it);
 * ``learner_device``: where a run's games and networks live (a learner without ``USES_DEVICE`` runs
-  on the CPU).
+  on the CPU);
+* ``seed_everything``: ``random``, numpy and torch seeded before a learner builds anything.
 """
 
 from __future__ import annotations
 
+import random
 from types import ModuleType
 
+import numpy as np
 from omegaconf import DictConfig
 
 from ttt.agents import AGENTS, agent_module, available_agents
@@ -49,3 +52,13 @@ def learner_device(cfg: DictConfig, learner: ModuleType) -> str:
     set ``USES_DEVICE`` (the tabular ones). DeviceError when ``device=cuda`` cannot be honoured."""
     device = resolve_device(cfg.device)
     return device if getattr(learner, "USES_DEVICE", False) else "cpu"
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    """Seed ``random``, numpy and torch; return the generator the run draws from."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return np.random.default_rng(seed)

@@ -25,8 +25,8 @@ from ttt.agents.dqn_runs import train_side_by_side
 from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hydra_record, run_cli, threading_main
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.games import make_game
-from ttt.learners import register_configs
-from ttt.training import Run, seed_everything
+from ttt.learners import register_configs, seed_everything
+from ttt.training import Run
 
 
 def train(cfg: DictConfig) -> dict:

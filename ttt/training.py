@@ -44,8 +44,7 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
-``eval_final/...``                       the final evaluation, when the trained player's rules differ
-                                         from those of the evaluations during the run (dqn's threat chains)
+``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
@@ -60,7 +59,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import random
 import signal
 import sys
 import threading
@@ -69,7 +67,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, atomic_write, load_checkpoint
@@ -94,16 +91,6 @@ from ttt.suites import tactics_rates
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
-
-
-def seed_everything(seed: int) -> np.random.Generator:
-    """Seed ``random``, numpy and torch; return the generator the run draws from."""
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    return np.random.default_rng(seed)
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -349,21 +336,18 @@ class Run:
         said = [0.0]
 
         def report(finished: int, games: int) -> None:
-            now = time.perf_counter()
-            if said[0] and now - said[0] < PROGRESS_SECONDS:
-                return
-            said[0] = now
-            self.say(f"{label}: {name} {finished}/{games} games", console=bool(self.cfg.progress))
+            if not said[0] or time.perf_counter() - said[0] >= PROGRESS_SECONDS:
+                said[0] = time.perf_counter()
+                self.say(f"{label}: {name} {finished}/{games} games", console=bool(self.cfg.progress))
         return report
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, player: Player, episode: int, games: int | None = None,
                  label: str = "evaluation", group: str = "eval") -> dict[str, MatchResult]:
         """Greedy games of ``player`` against each configured opponent, both seats, and (``eval_tactics``)
-        its tactics rates; logged under ``group/`` (``eval``, or ``eval_final`` for a final evaluation
-        whose player uses other move-selection rules than the evaluations before it). On the run's
-        device when both players can play there (``play_match``). Progress lines (``label: opponent k/N
-        games``) as the matches go."""
+        its tactics rates, logged under ``group/`` (``eval``; ``eval_final``: a final player with other
+        rules), with progress lines (``label: opponent k/N games``); on the run's device when both
+        players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results = {}
         for i, (name, opponent) in enumerate(self.opponents):
