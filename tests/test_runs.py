@@ -377,3 +377,13 @@ def test_time_left_is_the_games_to_go_at_the_mean_rate_since_training_began(comp
         now = run._train_start[0] + 30.0  # 30 s for 20 games: 60 games to go take 90 s
         assert run._time_left(40, now) == " ~1 min 30 s left"
         assert run._time_left(100, now) == "" and run._time_left(20, now) == ""
+
+
+def test_a_refused_first_run_leaves_no_empty_folders_above_its_own(compose_train, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "other").mkdir(parents=True)  # a folder with something in it stays
+    for where in ("runs/dqn_3x3/2026-01-01_00-00-00", "fresh/dqn_3x3/2026-01-01_00-00-00"):
+        (tmp_path / where / ".hydra").mkdir(parents=True)  # as Hydra makes a job's folder before the job
+        with pytest.raises(ConfigError):
+            train(compose_train([*TINY, f"run_dir={where}", "num_envs=0"]))
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["runs", "runs/other"]

@@ -361,3 +361,13 @@ class RunFolder:
         but Hydra's record of the job was in it) and no other run holds it."""
         if self.fresh and self.path.is_dir() and not (self.path / LOCK_NAME).exists():
             shutil.rmtree(self.path, ignore_errors=True)
+            # and the folders above it that are left empty, up to the working directory (Hydra's
+            # runs/<learner>_<board>/ of a refused first run)
+            here = Path.cwd().resolve()
+            for parent in self.path.resolve().parents:
+                if parent == here or here not in parent.parents:
+                    break
+                try:
+                    parent.rmdir()  # only an empty folder
+                except OSError:
+                    break
