@@ -86,7 +86,7 @@ def test_smoke_run_writes_checkpoint_eval_and_tensorboard_tags(compose_train, tm
     assert "optimizer" in payload["trainer"]
     tags = EventAccumulator(str(run / "tb")).Reload().Tags()["scalars"]
     for tag in ("train/td_loss", "train/epsilon", "train/opponent", "train/episodes_per_sec",
-                "eval/random/score", "eval/benchmark/first/win_rate"):
+                "eval/random/score", "eval_detail/benchmark/first/win_rate", "eval_detail/random/draw_rate"):
         assert tag in tags
 
 

@@ -28,6 +28,17 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+
+def eval_tag(opponent: str, key: str, seat: str = "both", group: str = "eval") -> str:
+    """The TensorBoard tag of an evaluation figure (``ttt.training.Run.evaluate``). The figures people
+    look at first, the score and the win rate over both seats, are ``<group>/<opponent>/<key>``, so they
+    open TensorBoard's ``eval`` section; draw and loss rates and the per-seat figures go to
+    ``<group>_detail/<opponent>/[<seat>/]<key>``."""
+    if seat == "both" and key in ("score", "win_rate"):
+        return f"{group}/{opponent}/{key}"
+    return f"{group}_detail/{opponent}/{key}" if seat == "both" else f"{group}_detail/{opponent}/{seat}/{key}"
+
+
 #: override keys that do not change what a run learns; runs that differ only in these are seeds of one setting
 NOT_SETTING = ("seed", "seeds", "progress", "threads", "resume", "run_dir")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import plain_help, run_cli, write_with_fallback
-from ttt.curves import Band, RunLog, find_runs, group_runs, mean_band, short_labels
+from ttt.curves import Band, RunLog, eval_tag, find_runs, group_runs, mean_band, short_labels
 
 FIGURES = ("curves", "openings", "outcomes")
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": ""}
@@ -199,7 +199,9 @@ def plot_outcomes(groups: dict[str, list[RunLog]], opponent: str, output: Path) 
     colors = {"win_rate": "tab:green", "draw_rate": "tab:gray", "loss_rate": "tab:red"}
     for ax, (label, runs, opp) in zip(axes, panels, strict=True):
         for key in OUTCOMES:
-            band = _band(runs, f"eval/{opp}/{key}")
+            band = _band(runs, eval_tag(opp, key))
+            if band is None:  # runs logged before the detail tags had their own section
+                band = _band(runs, f"eval/{opp}/{key}")
             if band is not None:
                 _draw_band(ax, band, key.removesuffix("_rate"), colors[key], (0.0, 1.0))
         ax.set_ylim(-0.02, 1.02)

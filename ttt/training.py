@@ -35,11 +35,10 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 
 =======================================  =====================================================
 ``eval/<opponent>/win_rate``             wins / games against ``<opponent>``, both seats
-``eval/<opponent>/draw_rate``            draws / games
-``eval/<opponent>/loss_rate``            losses / games
 ``eval/<opponent>/score``                (wins + draws / 2) / games
-``eval/<opponent>/<seat>/win_rate``      the same per seat, ``<seat>`` = ``first`` or ``second``
-``eval/<opponent>/<seat>/score``         (also ``draw_rate`` and ``loss_rate`` per seat)
+``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``): TensorBoard's ``eval``
+                                         section holds only the figures looked at first
+``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
 ``eval/tactics/<suite>``                 share of the ``ttt.suites`` suite solved (``win``, ``block``,
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
@@ -72,6 +71,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.checkpoint import CheckpointError, atomic_write, load_checkpoint
 from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line
 from ttt.config import ConfigError, check_memory, check_train_config
+from ttt.curves import eval_tag
 from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.games import Game, make_game
@@ -356,9 +356,8 @@ class Run:
                            progress=self._evaluation_progress(label, name))
             results[name] = r
             for seat in r.seats():
-                prefix = f"{group}/{name}" if seat.seat == "both" else f"{group}/{name}/{seat.seat}"
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
-                    self.log(f"{prefix}/{key}", getattr(seat, key), episode)
+                    self.log(eval_tag(name, key, seat.seat, group), getattr(seat, key), episode)
         if self.cfg.eval_tactics:
             for suite, rate in tactics_rates(player, self.game).items():
                 self.log(f"{group}/tactics/{suite}", rate, episode)
