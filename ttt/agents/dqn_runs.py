@@ -45,10 +45,14 @@ from ttt.agents.dqn import (
     Config,
     DQNPlayer,
     StackedOptimizer,
+    Targets,
+    curriculum,
     epsilon_at,
+    final_targets,
+    td0_targets,
     training_rules,
 )
-from ttt.checkpoint import save_checkpoint
+from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.cli import Interrupted
 from ttt.config import ConfigError, agent_settings
 from ttt.games import BatchedGames, Game, random_legal_actions
@@ -126,16 +130,10 @@ class SideBySide:
 
     # ---- curriculum (per run, as Trainer)
     def phase(self, r: int) -> str:
-        a = self.a
-        return a.opponent if self.episodes[r] < a.switch_episode else a.opponent_after
+        return curriculum.phase(self.a, int(self.episodes[r]))
 
     def phase_label(self, r: int) -> str:
-        name, share = self.phase(r), self.a.benchmark_fraction
-        if name == "frozen" and self.a.frozen_pool > 1:
-            name = f"frozen (pool of {len(self.pool[r])})"
-        if self.episodes[r] < self.a.switch_episode or share <= 0:
-            return name
-        return "benchmark" if share >= 1 else f"{share:.0%} benchmark / {1 - share:.0%} {name}"
+        return curriculum.phase_label(self.a, int(self.episodes[r]), len(self.pool[r]))
 
     def _new_games(self, r: int, envs: np.ndarray, episodes: np.ndarray) -> None:
         a, rng = self.a, self.rngs[r]
@@ -237,8 +235,6 @@ class SideBySide:
         reward = (g.winner.astype(np.int64) * mover).astype(np.float32)
         seat = (mover[lrn] < 0).astype(np.int64)
         other = (mover[ended] > 0).astype(np.int64)
-        from ttt.agents.dqn import Targets, final_targets, td0_targets
-
         batch = Targets.concat([
             td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
                         g.done[lrn], reward[lrn], float(a.gamma)),
@@ -368,8 +364,6 @@ class SideBySide:
         }
 
     def load_state_dict(self, r: int, s: dict) -> None:
-        from ttt.checkpoint import CheckpointError
-
         self.nets.load(r, s["weights"])
         self.optimizer.load(r, s["optimizer"])
         self.pool[r] = []
