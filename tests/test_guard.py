@@ -456,3 +456,14 @@ def test_atomic_write_through_a_symbolic_link_keeps_the_link(tmp_path):
     link.symlink_to(real)
     atomic_write(link, lambda tmp: tmp.write_text("new"))
     assert link.is_symlink() and real.read_text() == "new"
+
+
+def test_retired_options_at_their_kept_value_resume_and_others_are_refused():
+    from ttt.run_dir import RETIRED, config_changes
+
+    now = {"agent": {"lr": 0.01}}
+    kept = {"agent": {"lr": 0.01, **{k.split(".", 1)[1]: v for k, v in RETIRED.items()}}}
+    assert config_changes(kept, now) == ([], [])
+    other = {"agent": {"lr": 0.01, "rank_higher": "best"}}
+    refused, free = config_changes(other, now)
+    assert refused == ["agent.rank_higher best -> (not set)"] and free == []

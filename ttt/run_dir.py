@@ -46,6 +46,9 @@ RUN_FOLDERS = ("tb",)
 RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "threads", "checkpoint_every",
                "checkpoint_minutes", "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
+# options a later version removed, with the value whose behaviour it kept: a checkpoint that holds that value
+# resumes as before, one that holds another is refused (its run cannot be continued the same way)
+RETIRED = {"agent.rank_hardest": False, "agent.rank_higher": "random", "agent.rank_losses": "hinge"}
 
 
 # ------------------------------------------------------------------------------------ the lock
@@ -213,12 +216,14 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
     """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
     (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
-    and keys the checkpoint does not record)."""
+    and keys the checkpoint does not record). A ``RETIRED`` option at its kept value is no change."""
     old, new = _flatten(saved), _flatten(now)
     refused, free = [], []
     for key in sorted(set(old) | set(new)):
         if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
             continue
+        if key not in new and key in RETIRED and old[key] == RETIRED[key]:
+            continue  # the removed option's kept behaviour
         text = f"{key} {old.get(key, '(not recorded)')} -> {new.get(key, '(not set)')}"
         if key in RESUME_FREE or key == "episodes" or key not in old:
             free.append(text)  # a key the checkpoint does not record came with a newer version
