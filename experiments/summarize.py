@@ -1,13 +1,24 @@
 """Summarise a multirun in the shape of the paper's results table, as Markdown or CSV.
 
-    python experiments/summarize.py runs/multirun/<date> [tag=eval/benchmark/score] [last=40] [format=md|csv]
+    python experiments/summarize.py (SWEEP_FOLDER | RUNS.csv) [tag=eval/benchmark/score] [last=40]
+                                    [format=md|csv|runs|paper]
 
-For every run under the given folder (a folder with a ``tb/`` TensorBoard log) it reads the curve of
-``tag``, takes its peak and the mean of its last ``last`` points, groups the runs by their settings
-(Hydra overrides without ``seed=...``, see ``ttt.curves``: the seeds of one setting form one row),
-and prints mean +- standard deviation over the runs of each group, in percent, with n (runs) and
-the number of points per run. A group with a run of fewer than ``last`` points gets no end value
-but a note saying so; it is never averaged over fewer points.
+For every run under the given folder (a folder with a ``tb/`` TensorBoard log), or every row of a
+CSV file that ``format=runs`` wrote, it reads the curve of ``tag``, takes its peak and the mean of
+its last ``last`` points, groups the runs by their settings (Hydra overrides without ``seed=...``,
+see ``ttt.curves``: the seeds of one setting form one row), and prints mean +- standard deviation
+over the runs of each group, in percent, with n (runs) and the number of points per run. A group
+with a run of fewer than ``last`` points gets no end value but a note saying so; it is never
+averaged over fewer points.
+
+format=md     one Markdown row per setting (the default)
+format=csv    the same as CSV
+format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean
+              and every test point (``ttt.curves.runs_csv``); the file to commit, which this script
+              and ``python -m ttt.plot`` read back as they read the folder
+format=paper  the paper's table on Score Four: its 10 rows (network x regime) with the paper's
+              figures, this project's (rows grouped by network, regime, biases and protocol), and
+              whether each lies inside the paper's mean +- 2 sd
 """
 
 from __future__ import annotations
@@ -18,24 +29,49 @@ import statistics
 import sys
 from pathlib import Path
 
-from ttt.curves import find_runs, group_runs, short_labels
+from ttt.curves import RunLog, find_runs, group_runs, runs_csv, short_labels
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
-FORMATS = ("md", "csv")
+FORMATS = ("md", "csv", "runs", "paper")
+
+#: the paper's results (van de Steeg, Drugan and Wiering 2015, Score Four): score against the benchmark
+#: player in %, (peak, mean of the last 40 of 100 test points), each (mean, sd) over 10 trials
+PAPER = {
+    ("structured_small", "self_play"): ((50.6, 4.9), (29.4, 8.8)),
+    ("structured_deep", "self_play"): ((65.9, 5.0), (52.7, 6.8)),
+    ("mlp_small", "self_play"): ((31.2, 6.2), (20.2, 4.3)),
+    ("mlp_deep", "self_play"): ((38.2, 5.4), (24.8, 4.9)),
+    ("mlp_wide", "self_play"): ((54.1, 5.5), (36.1, 7.1)),
+    ("structured_small", "benchmark"): ((94.3, 3.1), (90.7, 2.4)),
+    ("structured_deep", "benchmark"): ((98.7, 0.3), (97.3, 0.8)),
+    ("mlp_small", "benchmark"): ((93.3, 1.8), (90.4, 1.5)),
+    ("mlp_deep", "benchmark"): ((98.1, 0.5), (96.2, 1.0)),
+    ("mlp_wide", "benchmark"): ((96.8, 0.8), (94.4, 1.5)),
+}
+NETWORK_NAMES = {"structured_small": "small structured", "structured_deep": "deep structured",
+                 "mlp_small": "small unstructured", "mlp_deep": "deep unstructured", "mlp_wide": "wide unstructured"}
+REGIME_NAMES = {"self_play": "self-play", "benchmark": "vs benchmark"}
 
 
 def _sd(xs: list[float]) -> float:
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> list[dict]:
+def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
+              groups: dict[str, list[RunLog]] | None = None) -> list[dict]:
     """One row per group of runs that log ``tag``: group (label), trials (n), points (fewest points of
     a run), peak (mean, sd) in percent, end (mean, sd) in percent or None when a run has fewer than
-    ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown)."""
+    ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown).
+    ``groups`` replaces the grouping by setting (``ttt.curves.group_runs`` of the runs under ``root``)."""
     if last < 1:
         raise ValueError(f"last={last}: the end is the mean of the last N >= 1 points")
+    if groups is None:
+        groups = group_runs(r for r in find_runs(root) if len(r.curves.get(tag, ())))
     rows = []
-    for label, runs in group_runs(r for r in find_runs(root) if len(r.curves.get(tag, ()))).items():
+    for label, runs in groups.items():
+        runs = [r for r in runs if len(r.curves.get(tag, ()))]
+        if not runs:
+            continue
         curves = [r.curves[tag].values for r in runs]
         points = min(len(c) for c in curves)
         peaks = [100 * float(c.max()) for c in curves]
@@ -89,6 +125,50 @@ def csv_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST
     return out.getvalue()
 
 
+def paper_key(run: RunLog) -> tuple[str, str, str, str]:
+    """(network, regime, biases, protocol) of a run: the rows of the paper-shaped table."""
+    f = run.facts
+    return f.get("network", "?"), f.get("regime", "?"), f.get("bias", "?"), f.get("protocol", "?")
+
+
+def _inside(here: tuple[float, float] | None, paper: tuple[float, float]) -> str:
+    if here is None:
+        return "n/a"
+    low, high = paper[0] - 2 * paper[1], paper[0] + 2 * paper[1]
+    return "yes" if low <= here[0] <= high else ("below" if here[0] < low else "above")
+
+
+def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
+    """The paper's 10 rows with this project's figures beside them (Markdown, percent): one row per
+    (network, regime, biases, protocol) the runs hold, and an empty row for a paper row none holds;
+    the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end)."""
+    groups: dict[tuple, list[RunLog]] = {}
+    for r in runs:
+        if len(r.curves.get(tag, ())):
+            groups.setdefault(paper_key(r), []).append(r)
+    summary = dict(zip(groups, summarize(Path(), tag, last, {str(k): v for k, v in groups.items()}), strict=True))
+    points = max((row["points"] for row in summary.values()), default=0)
+    lines = [f"| network | regime | biases | protocol | paper peak | paper end (last 40) | peak here | "
+             f"end here (last {last} of {points}) | n | inside paper ± 2 sd (peak / end) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    order = list(PAPER) + sorted({k[:2] for k in groups} - set(PAPER))
+    for net, regime in order:
+        paper = PAPER.get((net, regime))
+        keys = sorted(k for k in groups if k[:2] == (net, regime)) or [(net, regime, "", "")]
+        for key in keys:
+            row = summary.get(key)
+            cells = [f"{NETWORK_NAMES.get(net, net)} (`{net}`)", REGIME_NAMES.get(regime, regime), key[2], key[3],
+                     *([f"{p[0]:.1f} ± {p[1]:.1f}" for p in paper] if paper else ["", ""])]
+            if row is None:
+                cells += ["", "", "", ""]
+            else:
+                end = _pm(row["end"]) or f"n/a: {row['note']}"
+                verdict = f"{_inside(row['peak'], paper[0])} / {_inside(row['end'], paper[1])}" if paper else ""
+                cells += [_pm(row["peak"]), end, str(row["trials"]), verdict]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def duplicate_seeds(rows: list[dict]) -> list[str]:
     """Warnings for groups in which two runs share a seed (the same run counted twice)."""
     out = []
@@ -108,19 +188,29 @@ def main(argv: list[str]) -> None:
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format=md|csv")
+            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)}")
         opts[key] = value
     if opts["format"] not in FORMATS:
         sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
-    if not root.is_dir():
-        sys.exit(f"summarize: {root}: no such folder")
+    if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
+        sys.exit(f"summarize: {root}: no such folder (or CSV file of runs)")
     tag, last = opts["tag"], parse_last(opts["last"])
-    rows = summarize(root, tag, last)
+    try:
+        runs = find_runs(root)
+    except ValueError as e:  # a CSV file that is not a table of runs
+        sys.exit(f"summarize: {e}")
+    groups = group_runs(r for r in runs if len(r.curves.get(tag, ())))
+    rows = summarize(root, tag, last, groups)
     if not rows:
         sys.exit(f"summarize: no run under {root} has a {tag!r} curve")
     for warning in duplicate_seeds(rows):
         print(warning, file=sys.stderr)
-    print((markdown_table if opts["format"] == "md" else csv_table)(rows, tag, last), end="")
+    if opts["format"] == "runs":
+        print(runs_csv(runs, tag, last, root if root.is_dir() else None), end="")
+    elif opts["format"] == "paper":
+        print(paper_table(runs, tag, last), end="")
+    else:
+        print((markdown_table if opts["format"] == "md" else csv_table)(rows, tag, last), end="")
 
 
 if __name__ == "__main__":

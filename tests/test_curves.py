@@ -115,7 +115,8 @@ def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
 
     assert error_line([str(tmp_path)]) == (f"error: no runs under {tmp_path} "
                                            f"(a run is a folder with a tb/ TensorBoard log)")
-    assert error_line([str(tmp_path / "nowhere")]) == f"error: {tmp_path / 'nowhere'}: no such folder"
+    assert error_line([str(tmp_path / "nowhere")]) == (f"error: {tmp_path / 'nowhere'}: no such folder "
+                                                       f"(or CSV file of runs)")
     fake_run(tmp_path, "0", {"eval/random/score": [(1, 0.5)]}, ["seed=0"])
     line = error_line([str(tmp_path), "tags=[eval/benchmark/score]"])
     assert "no run logs 'eval/benchmark/score'" in line and "eval/random/score" in line

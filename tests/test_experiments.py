@@ -138,3 +138,66 @@ def test_paper_fidelity_study_compares_online_with_two_batch_sizes_at_three_lear
             "hydra.sweep.dir=runs/paper/fidelity/part0"} <= set(online)
     assert {"num_envs=16", "agent.lr=0.005,0.02,0.08", "hydra.sweep.dir=runs/paper/fidelity/part1"} <= set(b16)
     assert {"num_envs=64", "agent.lr=0.005,0.04,0.32", "hydra.sweep.dir=runs/paper/fidelity/part2"} <= set(b64)
+
+
+def grid_run(root: Path, name: str, network: str, opponent: str, seed: int, scores: list[float],
+             bias: bool = True, num_envs: int = 1) -> None:
+    """A run as the grid leaves it: Hydra's overrides and choices, the logged config, the score curve."""
+    run = root / name
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text(f"- network={network}\n- agent.opponent={opponent}\n"
+                                                   f"- seed={seed}\n")
+    (run / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  runtime:\n    choices:\n      network: {network}\n")
+    config = (f"seed: {seed}\nnum_envs: {num_envs}\ngame:\n  name: 4x4x4_gravity\nnetwork:\n  kind: structured\n"
+              f"  bias: {str(bias).lower()}\nagent:\n  opponent: {opponent}\n  lr: 0.005\n")
+    with SummaryWriter(str(run / "tb")) as w:
+        w.add_text("config", "```\n" + config + "\n```", 0)
+        for k, s in enumerate(scores):
+            w.add_scalar("eval/benchmark/score", s, (k + 1) * 10000)
+
+
+def test_runs_csv_holds_every_point_and_reads_back_to_the_same_table(tmp_path, summarize, capsys):
+    import csv
+
+    grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
+    grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
+    grid_run(tmp_path, "b0", "mlp_small", "self_play", 0, [0.10, 0.30])
+    summarize.main([str(tmp_path), "last=2", "format=runs"])
+    text = capsys.readouterr().out
+    rows = list(csv.DictReader(text.splitlines()))
+    assert [(r["network"], r["regime"], r["bias"], r["protocol"], r["seed"]) for r in rows] == [
+        ("mlp_small", "self_play", "true", "online", "0"), ("structured_deep", "benchmark", "true", "online", "0"),
+        ("structured_deep", "benchmark", "true", "online", "1")]
+    assert rows[1]["dir"] == "a0" and rows[1]["peak"] == "0.9900" and rows[1]["end_mean"] == "0.9800"
+    assert (rows[1]["10000"], rows[1]["30000"], rows[0]["30000"]) == ("0.9000", "0.9700", "")
+    (tmp_path / "runs.csv").write_text(text)
+    summarize.main([str(tmp_path), "last=2"])
+    from_folder = capsys.readouterr().out
+    summarize.main([str(tmp_path / "runs.csv"), "last=2"])
+    assert capsys.readouterr().out == from_folder
+
+
+def test_paper_table_gives_the_papers_rows_and_whether_each_lies_within_two_sd(tmp_path, summarize):
+    from ttt.curves import find_runs
+
+    grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
+    grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
+    grid_run(tmp_path, "c0", "structured_deep", "benchmark", 0, [0.10, 0.20, 0.30], bias=False)
+    lines = summarize.paper_table(find_runs(tmp_path), last=2).splitlines()
+    assert len(lines) == 2 + 10 + 1  # header, rule, the paper's 10 rows, a second deep-structured vs benchmark row
+    deep = [line for line in lines if "`structured_deep`" in line and "vs benchmark" in line]
+    # with biases: peaks 99, 98 -> 98.5 (paper 98.7 +- 0.3: inside); ends 98, 97 -> 97.5 (97.3 +- 0.8: inside)
+    assert deep == ["| deep structured (`structured_deep`) | vs benchmark | false | online | 98.7 ± 0.3 | 97.3 ± 0.8 "
+                    "| 30.0 ± 0.0 | 25.0 ± 0.0 | 1 | below / below |",
+                    "| deep structured (`structured_deep`) | vs benchmark | true | online | 98.7 ± 0.3 | 97.3 ± 0.8 "
+                    "| 98.5 ± 0.7 | 97.5 ± 0.7 | 2 | yes / yes |"]
+    empty = next(line for line in lines if "`mlp_wide`" in line and "self-play" in line)
+    assert empty == "| wide unstructured (`mlp_wide`) | self-play |  |  | 54.1 ± 5.5 | 36.1 ± 7.1 |  |  |  |  |"
+
+
+def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize):
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(SystemExit) as err:
+        summarize.main([str(bad)])
+    assert str(err.value).startswith(f"summarize: {bad}: not a table of runs")

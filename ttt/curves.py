@@ -83,9 +83,31 @@ class RunLog:
     seed: int | None = None
     game: str | None = None
     curves: dict[str, Curve] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)  # network, regime, bias, protocol (``run_facts``)
 
     def tags(self) -> list[str]:
         return sorted(self.curves)
+
+
+def run_facts(config: dict, choices: dict | None = None) -> dict[str, str]:
+    """What a results table names a run by, from its resolved config and Hydra's config-group choices:
+    the network (the ``network`` config's name, else its kind), the regime (the training opponent:
+    ``self_play``, ``benchmark``, ...), the biases (``true``/``false``) and the protocol (``online``: one
+    game at a time, an update after every ply; else ``batched B=<num_envs> lr=<lr>``). Keys a config
+    lacks are left out."""
+    facts: dict[str, str] = {}
+    net, agent = config.get("network") or {}, config.get("agent") or {}
+    name = (choices or {}).get("network") or (net.get("kind") if isinstance(net, dict) else None)
+    if name:
+        facts["network"] = str(name)
+    if isinstance(net, dict) and "bias" in net:
+        facts["bias"] = str(bool(net["bias"])).lower()
+    if isinstance(agent, dict) and agent.get("opponent"):
+        facts["regime"] = str(agent["opponent"])
+    if "num_envs" in config:
+        b = int(config["num_envs"])
+        facts["protocol"] = "online" if b == 1 else f"batched B={b} lr={agent.get('lr')}"
+    return facts
 
 
 def _flatten(node, prefix: str = "") -> list[str]:
@@ -138,14 +160,88 @@ def read_run(tb_dir: Path) -> RunLog:
     setting = tuple(x for x in items if _key(x) not in NOT_SETTING)
     seed = config.get("seed")
     game = (config.get("game") or {}).get("name") if isinstance(config.get("game"), dict) else None
-    return RunLog(run_dir, setting, from_overrides, None if seed is None else int(seed), game, curves)
+    hydra = overrides.with_name("hydra.yaml")
+    choices = (yaml.safe_load(hydra.read_text()) or {}).get("hydra", {}).get("runtime", {}).get("choices") \
+        if hydra.is_file() else None
+    return RunLog(run_dir, setting, from_overrides, None if seed is None else int(seed), game, curves,
+                  run_facts(config, choices))
 
 
 def find_runs(root: str | Path) -> list[RunLog]:
-    """Every run under ``root`` (folders holding a ``tb/`` log, ``root`` itself included), by path."""
+    """Every run under ``root`` (folders holding a ``tb/`` log, ``root`` itself included), by path; or
+    the runs of a CSV file that ``runs_csv`` wrote."""
     root = Path(root)
+    if root.is_file() and root.suffix == ".csv":
+        return read_runs_csv(root)
     tbs = sorted({p for p in [root / "tb", *root.rglob("tb")] if p.is_dir()})
     return [read_run(tb) for tb in tbs]
+
+
+# ------------------------------------------------------------------------------------ runs as CSV
+#: the columns of ``runs_csv`` before the test points (one column per training-game count)
+RUN_COLUMNS = ("setting", "network", "regime", "bias", "protocol", "game", "seed", "tag", "points", "peak",
+               "end_last", "end_mean", "dir")
+
+
+def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | None = None) -> str:
+    """One CSV row per run that logs ``tag``: its setting, ``run_facts``, seed, the number of test
+    points, the peak, the mean of the last ``last`` points (empty when it has fewer), its folder, and
+    every test point in a column named by its training games (empty where a run has no point there).
+    Folders are written relative to ``root`` when they lie under it.
+    Values are fractions as logged. ``read_runs_csv`` reads it back, so tables and figures can be built
+    from a committed file as from the run folders."""
+    import csv
+    import io
+
+    runs = [r for r in runs if len(r.curves.get(tag, ()))]
+    steps = sorted({int(s) for r in runs for s in r.curves[tag].steps.tolist()})
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow([*RUN_COLUMNS, *map(str, steps)])
+    for r in sorted(runs, key=lambda r: (",".join(r.setting), -1 if r.seed is None else r.seed)):
+        c = r.curves[tag]
+        at = dict(zip(c.steps.tolist(), c.values.tolist(), strict=True))
+        end = f"{float(np.mean(c.values[-last:])):.4f}" if len(c) >= last else ""
+        w.writerow([",".join(r.setting), *(r.facts.get(k, "") for k in ("network", "regime", "bias", "protocol")),
+                    r.game or "", "" if r.seed is None else r.seed, tag, len(c), f"{float(c.values.max()):.4f}",
+                    last, end, _relative(r.dir, root), *("" if s not in at else f"{at[s]:.4f}" for s in steps)])
+    return out.getvalue()
+
+
+def _relative(path: Path, root: str | Path | None) -> str:
+    if root is not None:
+        try:
+            return str(Path(path).resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def read_runs_csv(path: str | Path) -> list[RunLog]:
+    """The runs of a CSV file ``runs_csv`` wrote, each with the one curve it holds; ``ValueError``
+    naming the file when it is not such a file."""
+    import csv
+
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows or tuple(rows[0][: len(RUN_COLUMNS)]) != RUN_COLUMNS:
+        raise ValueError(f"{path}: not a table of runs (its header must start with {','.join(RUN_COLUMNS)})")
+    head = rows[0]
+    try:
+        steps = [int(s) for s in head[len(RUN_COLUMNS):]]
+        runs = []
+        for row in rows[1:]:
+            cell = dict(zip(head, row, strict=True))
+            points = [(s, float(v)) for s, v in zip(steps, row[len(RUN_COLUMNS):], strict=True) if v != ""]
+            curve = Curve(np.array([s for s, _ in points], dtype=np.int64), np.array([v for _, v in points]))
+            facts = {k: cell[k] for k in ("network", "regime", "bias", "protocol") if cell[k]}
+            runs.append(RunLog(Path(cell["dir"]), tuple(x for x in cell["setting"].split(",") if x), True,
+                               int(cell["seed"]) if cell["seed"] else None, cell["game"] or None,
+                               {cell["tag"]: curve}, facts))
+    except ValueError as e:  # a short row, a step or a value that is no number
+        raise ValueError(f"{path}: a malformed row of the table of runs ({e})") from None
+    return runs
 
 
 def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:

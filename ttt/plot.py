@@ -1,7 +1,8 @@
 """Figures of training runs: ``python -m ttt.plot DIR [tags=[eval/benchmark/score]] [output=FIG.png]``.
 
 Reads every run under ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
-sweep folder) with TensorBoard's own reader, groups the runs by their settings (Hydra overrides
+sweep folder; or a CSV file of runs that ``experiments/summarize.py format=runs`` wrote) with
+TensorBoard's own reader, groups the runs by their settings (Hydra overrides
 without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
 bands of rates and scores are clipped to [0, 1]). Legends name what differs between settings; the
@@ -61,10 +62,14 @@ def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
 
 
 def load_groups(root: Path) -> dict[str, list[RunLog]]:
-    """The runs under ``root`` by setting; ``PlotError`` if there are none."""
-    if not root.is_dir():
-        raise PlotError(f"{root}: no such folder")
-    runs = find_runs(root)
+    """The runs under ``root`` (a folder, or a CSV file of runs: ``ttt.curves.runs_csv``) by setting;
+    ``PlotError`` if there are none."""
+    if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
+        raise PlotError(f"{root}: no such folder (or CSV file of runs)")
+    try:
+        runs = find_runs(root)
+    except ValueError as e:  # a CSV file that is not a table of runs
+        raise PlotError(str(e)) from None
     if not runs:
         raise PlotError(f"no runs under {root} (a run is a folder with a tb/ TensorBoard log)")
     return group_runs(runs)
