@@ -19,20 +19,27 @@ format=runs   one CSV row per run: setting, network, regime, biases, protocol, s
 format=paper  the paper's table on Score Four: its 10 rows (network x regime) with the paper's
               figures, this project's (rows grouped by network, regime, biases and protocol), and
               whether each lies inside the paper's mean +- 2 sd
+format=fidelity  the batching-fidelity table: per network, regime and biases, each protocol's score
+              (online; batched B=.. lr=..) at the training games of at=50000,100000,200000 (mean +-
+              sd over seeds), and each batched protocol's difference from online with its 95% Welch
+              interval; verdict "same" when at every point the difference is below 0.05 and its
+              interval holds 0 (docs/paper.md's criterion), else "differs"
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import statistics
 import sys
 from pathlib import Path
 
-from ttt.curves import RunLog, find_runs, group_runs, runs_csv, short_labels
+from ttt.curves import RunLog, find_runs, group_runs, runs_csv, short_labels, t975
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
-FORMATS = ("md", "csv", "runs", "paper")
+FORMATS = ("md", "csv", "runs", "paper", "fidelity")
+DEFAULT_AT = "50000,100000,200000"
 
 #: the paper's results (van de Steeg, Drugan and Wiering 2015, Score Four): score against the benchmark
 #: player in %, (peak, mean of the last 40 of 100 test points), each (mean, sd) over 10 trials
@@ -169,6 +176,67 @@ def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_
     return "\n".join(lines) + "\n"
 
 
+def score_at(curve, games: int) -> float | None:
+    """The test point of ``curve`` at ``games`` training games: the first at or past it and before the
+    next ``games``-spaced schedule point could fall (a batched run evaluates a few games late); None
+    when the curve has none there."""
+    steps = curve.steps.tolist()
+    spacing = min((b - a for a, b in zip(steps, steps[1:], strict=False)), default=games) or games
+    for step, value in zip(steps, curve.values.tolist(), strict=True):
+        if games <= step < games + spacing:
+            return float(value)
+    return None
+
+
+def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """mean(a) - mean(b) and its 95% Welch interval (Welch-Satterthwaite degrees of freedom, rounded
+    down: the interval is a little wide rather than narrow); needs 2 or more values in each."""
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    if va + vb == 0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t975(max(1, int(df + 1e-9))) * math.sqrt(va + vb)  # 3.9999... from rounding is 4
+    return diff, diff - half, diff + half
+
+
+def fidelity_table(runs: list[RunLog], at: list[int], tag: str = DEFAULT_TAG, tolerance: float = 0.05) -> str:
+    """The batching-fidelity table (Markdown): per (network, regime, biases), one row per protocol with
+    its score at each of ``at`` training games (mean +- sd over seeds, fractions), and for a batched
+    protocol the difference from online with its 95% Welch interval; the verdict is "same" when at
+    every point the difference is below ``tolerance`` and its interval holds 0, else "differs"."""
+    groups: dict[tuple, list[RunLog]] = {}
+    for r in runs:
+        if len(r.curves.get(tag, ())):
+            groups.setdefault(paper_key(r), []).append(r)
+    lines = ["| network | regime | biases | protocol | n | " + " | ".join(f"{g:,} games" for g in at) + " | verdict |",
+             "|---|---|---|---|---|" + "---|" * len(at) + "---|"]
+    for net, regime, bias in sorted({k[:3] for k in groups}):
+        protocols = sorted((k for k in groups if k[:3] == (net, regime, bias)), key=lambda k: (k[3] != "online", k[3]))
+        online = groups.get((net, regime, bias, "online"))
+        for key in protocols:
+            cells, same = [], online is not None and key[3] != "online"
+            for games in at:
+                xs = [x for x in (score_at(r.curves[tag], games) for r in groups[key]) if x is not None]
+                ref = [x for x in (score_at(r.curves[tag], games) for r in online or []) if x is not None]
+                if not xs:
+                    cells.append("")
+                    same = False
+                    continue
+                text = f"{statistics.fmean(xs):.3f} ± {_sd(xs):.3f}"
+                if key[3] != "online" and len(xs) > 1 and len(ref) > 1:
+                    diff, low, high = welch(xs, ref)
+                    text += f" (Δ {diff:+.3f}, 95% [{low:+.3f}, {high:+.3f}])"
+                    same = same and abs(diff) < tolerance and low <= 0 <= high
+                else:
+                    same = False
+                cells.append(text)
+            verdict = "reference" if key[3] == "online" else ("same" if same else "differs")
+            lines.append(f"| {net} | {REGIME_NAMES.get(regime, regime)} | {bias} | {key[3]} | {len(groups[key])} | "
+                         + " | ".join(cells) + f" | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
 def duplicate_seeds(rows: list[dict]) -> list[str]:
     """Warnings for groups in which two runs share a seed (the same run counted twice)."""
     out = []
@@ -184,11 +252,11 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if argv else 2)
-    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md"}
+    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md", "at": DEFAULT_AT}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)}")
+            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,...")
         opts[key] = value
     if opts["format"] not in FORMATS:
         sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
@@ -207,6 +275,12 @@ def main(argv: list[str]) -> None:
         print(warning, file=sys.stderr)
     if opts["format"] == "runs":
         print(runs_csv(runs, tag, last, root if root.is_dir() else None), end="")
+    elif opts["format"] == "fidelity":
+        try:
+            at = [int(x) for x in opts["at"].split(",")]
+        except ValueError:
+            sys.exit(f"summarize: at={opts['at']}: give training-game counts separated by commas")
+        print(fidelity_table(runs, at, tag), end="")
     elif opts["format"] == "paper":
         print(paper_table(runs, tag, last), end="")
     else:

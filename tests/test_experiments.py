@@ -201,3 +201,20 @@ def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize):
     with pytest.raises(SystemExit) as err:
         summarize.main([str(bad)])
     assert str(err.value).startswith(f"summarize: {bad}: not a table of runs")
+
+
+def test_fidelity_table_compares_each_batched_protocol_with_online_by_welch(tmp_path, summarize):
+    from ttt.curves import find_runs
+
+    for seed, s in enumerate([0.40, 0.50, 0.60]):
+        grid_run(tmp_path, f"on{seed}", "structured_deep", "benchmark", seed, [0.1, s])
+        grid_run(tmp_path, f"b{seed}", "structured_deep", "benchmark", seed, [0.1, s + 0.01], num_envs=16)
+        grid_run(tmp_path, f"c{seed}", "structured_deep", "benchmark", seed, [0.1, s + 0.30], num_envs=64)
+    lines = summarize.fidelity_table(find_runs(tmp_path), [20000]).splitlines()
+    assert lines[0] == "| network | regime | biases | protocol | n | 20,000 games | verdict |"
+    # online 0.5 +- 0.1; B=16 0.51: difference 0.01, Welch se sqrt(2 * 0.01 / 3) = 0.0816, df 4, t 2.776
+    assert lines[2] == "| structured_deep | vs benchmark | true | online | 3 | 0.500 ± 0.100 | reference |"
+    assert lines[3] == ("| structured_deep | vs benchmark | true | batched B=16 lr=0.005 | 3 | 0.510 ± 0.100 "
+                        "(Δ +0.010, 95% [-0.217, +0.237]) | same |")
+    assert lines[4].endswith("0.800 ± 0.100 (Δ +0.300, 95% [+0.073, +0.527]) | differs |")
+    assert summarize.score_at(find_runs(tmp_path / "on0")[0].curves["eval/benchmark/score"], 30000) is None
