@@ -117,6 +117,7 @@ def test_paper_grid_is_5_networks_by_2_regimes_with_3_seeds_side_by_side_through
     assert "hydra/launcher=joblib" in cmd and "hydra.launcher.n_jobs=-1" in cmd
     assert "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark" in cmd
     assert "network=structured_deep,structured_small,mlp_small,mlp_deep,mlp_wide" in cmd
+    assert "network.bias=true" in cmd  # the bias study's verdict
     assert {"seed=0", "seeds=3", "episodes=200000", "eval_every=10000", "eval_games=1000",
             "hydra.sweep.dir=runs/paper/grid"} <= set(cmd)
     # extra arguments come last (Hydra takes the last value); slurm takes no joblib settings
@@ -131,11 +132,14 @@ def test_paper_bias_runs_compare_the_vs_benchmark_row_without_and_with_biases():
             "seeds=3", "hydra.sweep.dir=runs/paper/bias"} <= set(cmd)
 
 
-def test_paper_fidelity_study_compares_online_with_two_batch_sizes_at_three_learning_rates():
-    online, b16, b64 = _grid_commands("fidelity")
+def test_paper_fidelity_study_runs_two_batch_sizes_at_three_learning_rates_beside_the_grids_online_rows():
+    b16, b64 = _grid_commands("fidelity")
     both = "+experiment=dqn_444_gravity,dqn_444_gravity_vs_benchmark"
-    assert {both, "network=structured_deep", "num_envs=1", "eval_every=5000", "eval_games=500",
-            "hydra.sweep.dir=runs/paper/fidelity/part0"} <= set(online)
+    (grid,) = _grid_commands("grid")
+    shared = {both, "network.bias=true", "eval_every=10000", "eval_games=1000", "seeds=3", "episodes=200000"}
+    assert shared <= set(grid)  # the grid's settings but the batch size and rate: its structured_deep rows are online
+    for cmd in (b16, b64):
+        assert shared | {"network=structured_deep"} <= set(cmd)
     assert {"num_envs=16", "agent.lr=0.005,0.02,0.08", "hydra.sweep.dir=runs/paper/fidelity/part1"} <= set(b16)
     assert {"num_envs=64", "agent.lr=0.005,0.04,0.32", "hydra.sweep.dir=runs/paper/fidelity/part2"} <= set(b64)
 
