@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ttt.games import BOARDS, make_game
-from ttt.games.render import CELL, WIN_FILL, render_svg, render_text, scene
+from ttt.games.render import CELL, PLAYED, RIGHT, WIN_FILL, render_svg, render_text, scene
 
 
 def qubic_space_diagonal() -> tuple[list[int], int]:
@@ -101,3 +101,19 @@ def test_text_names_the_winning_line_and_the_last_move():
     assert text.splitlines()[-2:] == ["last move: 63 (3,3,3)",
                                       "X wins along 0,0,0 - 1,1,1 - 2,2,2 - 3,3,3 (cells 0, 21, 42, 63)"]
     assert game.winning_line(board) == (0, 21, 42, 63) and game.winning_line([0] * 64) is None
+
+
+def test_the_move_played_and_the_right_moves_are_framed_in_their_cells():
+    game = make_game("4x4x4")
+    board = [0] * 64
+    svg = render_svg(game, board, played=37, right_moves=[3, 63])
+    assert svg.count('class="played-move"') == 1 and svg.count('class="right-move"') == 2
+    s = scene(game, board, played=37, right_moves=[3, 63])
+    cells = [(x, y) for kind, x, y, w, *_ in s.shapes if kind == "rect" and w == CELL]
+    frames = {stroke: [] for stroke in (PLAYED, RIGHT)}
+    for t in s.shapes:
+        if t[0] == "rect" and t[6] in frames:
+            frames[t[6]].append(cells.index((t[1] - 6, t[2] - 6)))  # inside the cell it marks
+    assert frames == {PLAYED: [37], RIGHT: [3, 63]}
+    plain = render_svg(game, board, played=-1)
+    assert "played-move" not in plain and "right-move" not in plain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,43 @@ def test_training_evaluation_logs_tactics_rates_and_spec_opponents(compose_train
 def test_qubic_alphazero_is_evaluated_against_alphabeta_1(compose_train):
     cfg = compose_train(["+experiment=alphazero_444"])
     assert {"random", "benchmark", "alphabeta:1"} <= set(cfg.eval_opponents) and cfg.eval_tactics
+
+
+def test_html_output_is_a_gallery_of_the_missed_positions_with_the_move_played_and_the_right_ones(tmp_path, capsys):
+    from ttt.games.render import render_svg
+
+    out = tmp_path / "missed.html"
+    result = tt.tactics(compose_tactics("player=benchmark", f"output={out}", "misses=3"))
+    assert f"wrote {out}" in capsys.readouterr().out
+    html = out.read_text()
+    game = make_game("4x4x4")
+    suites = ts.load_suites(game.name)
+    moves = ts.suite_moves(make_player("benchmark", game), game, suites, 0)
+    figures = dict(re.findall(r'<figure id="([a-z_]+-\d+)">(.*?)<figcaption>', html, re.S))
+    for s in ts.SUITES:
+        r = result["suites"][s]
+        missed = np.flatnonzero(~ts.solved_by(suites[s], moves[s]))
+        assert len(missed) == r["positions"] - r["solved"]
+        assert f"{s}: {len(missed)} of {r['positions']} missed" in html
+        drawn = sorted(int(k.split("-")[1]) for k in figures if k.split("-")[0] == s)
+        assert drawn == missed[:3].tolist()  # the first three misses of the suite, in its order
+        for i in drawn:  # each picture: the position, the move played framed red, the right moves green
+            right = np.flatnonzero(suites[s].solutions[i]).tolist()
+            assert moves[s][i] not in right
+            assert figures[f"{s}-{i}"] == render_svg(game, suites[s].boards[i], played=int(moves[s][i]),
+                                                     right_moves=right)
+    # the benchmark player takes every win and block and misses forks: only those suites have pictures
+    assert {k.split("-")[0] for k in figures} == {"fork", "block_fork"}
+    assert len(figures) == 6 and html.count('class="played-move"') == 6
+
+
+def test_misses_0_draws_every_missed_position_and_bad_gallery_settings_are_one_line(tmp_path):
+    out = tmp_path / "all.html"
+    result = tt.tactics(compose_tactics("player=benchmark", "game=4x4x4_gravity", f"output={out}", "misses=0"))
+    missed = sum(r["positions"] - r["solved"] for r in result["suites"].values())
+    assert missed > 3 and out.read_text().count("<figure") == missed
+    for overrides, message in [(["player=random", "misses=-1"], "misses=-1: give 0"),
+                               (["generate=true", "game=4x4x4", f"output={tmp_path / 'g.html'}"], "not a gallery")]:
+        with pytest.raises(ValueError, match=message) as err:
+            tt.tactics(compose_tactics(*overrides))
+        assert "\n" not in str(err.value)

@@ -304,26 +304,40 @@ def without_rules(player: Player) -> Player:
     return player.without_rules() if has_rules(player) else player
 
 
-def solved(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:
-    """Per suite, (N,) bool: whether ``player``'s move solves each position. One ``act_batch`` call."""
+def suite_moves(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:
+    """Per suite, (N,) int64: ``player``'s move in each position. One ``act_batch`` call."""
     boards = np.concatenate([suites[s].boards for s in SUITES])
     games = BatchedGames(game, len(boards))
     games.board[:] = boards
     games.to_play[:] = np.concatenate([suites[s].to_play for s in SUITES])
     games.num_moves[:] = (boards != 0).sum(1)
     actions = np.asarray(player.act_batch(games, np.random.default_rng(seed)), dtype=np.int64)
-    ok = (actions >= 0) & (actions < game.num_cells)
-    hit = np.concatenate([suites[s].solutions for s in SUITES])[np.arange(len(boards)), np.where(ok, actions, 0)] & ok
-    return dict(zip(SUITES, np.split(hit, np.cumsum([len(suites[s]) for s in SUITES])[:-1]), strict=True))
+    return dict(zip(SUITES, np.split(actions, np.cumsum([len(suites[s]) for s in SUITES])[:-1]), strict=True))
+
+
+def solved_by(suite: Suite, actions: np.ndarray) -> np.ndarray:
+    """(N,) bool: whether ``actions`` (one per position, -1 or out of range for none) solve ``suite``."""
+    ok = (actions >= 0) & (actions < suite.solutions.shape[1])
+    return suite.solutions[np.arange(len(suite)), np.where(ok, actions, 0)] & ok
+
+
+def solved(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:
+    """Per suite, (N,) bool: whether ``player``'s move solves each position. One ``act_batch`` call."""
+    return {s: solved_by(suites[s], a) for s, a in suite_moves(player, game, suites, seed).items()}
+
+
+def results_of(hits: dict[str, np.ndarray]) -> dict[str, dict]:
+    """``{suite: {"positions": N, "solved": K, "rate": K / N}}`` from ``solved``'s hits."""
+    out = {}
+    for s, hit in hits.items():
+        n, k = len(hit), int(hit.sum())
+        out[s] = {"positions": n, "solved": k, "rate": k / n if n else 0.0}
+    return out
 
 
 def suite_results(player: Player, game: Game, seed: int = 0) -> dict[str, dict]:
     """``{suite: {"positions": N, "solved": K, "rate": K / N}}`` on the shipped suites of ``game``."""
-    out = {}
-    for s, hit in solved(player, game, load_suites(game.name), seed).items():
-        n, k = len(hit), int(hit.sum())
-        out[s] = {"positions": n, "solved": k, "rate": k / n if n else 0.0}
-    return out
+    return results_of(solved(player, game, load_suites(game.name), seed))
 
 
 def tactics_rates(player: Player, game: Game) -> dict[str, float]:

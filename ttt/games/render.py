@@ -8,7 +8,9 @@ as in the text rendering. On top of the pieces (X blue crosses, O red rings):
 * the winning line: its cells filled gold and joined by an orange stroke through their centres, so a
   line through all four layers of Qubic (0-21-42-63) reads at a glance;
 * move values (optional, e.g. an agent's ``action_values``): a heat map on the empty cells, green for
-  values good for the mover, red for bad ones (full colour at +-1), with the value printed in the cell.
+  values good for the mover, red for bad ones (full colour at +-1), with the value printed in the cell;
+* a move played and the right moves (optional, e.g. a position of a tactics suite a player missed):
+  a red frame around the played cell, green frames around the right ones.
 
 ``scene`` lays the picture out once as a list of shapes in pixel coordinates; ``render_svg`` writes
 them as SVG and ``render_rgb`` / ``save_png`` draw the same shapes with matplotlib, so the two agree.
@@ -35,6 +37,9 @@ TITLE = 22  # height of the title row (layer names, or the caption of a 2D board
 X_COLOUR, O_COLOUR = "#1f5fbf", "#c0392b"
 GRID, EMPTY, TEXT = "#7f7f7f", "#ffffff", "#333333"
 WIN_FILL, WIN_STROKE, LAST_MOVE = "#ffe066", "#e67e00", "#7b2cbf"
+PLAYED, RIGHT = "#d62728", "#2ca02c"  # the frames of a move played and of the right moves
+# the SVG class of each frame, so that a reader (or a test) can find them
+FRAME_CLASS = {LAST_MOVE: "last-move", PLAYED: "played-move", RIGHT: "right-move"}
 GOOD, BAD = (46, 158, 79), (217, 83, 79)  # heat map ends, RGB
 
 
@@ -69,12 +74,14 @@ def _values_array(game: Game, values) -> np.ndarray | None:
 
 
 def scene(game: Game, board: Sequence[int], last_move: int | None = None,
-          values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None) -> Scene:
+          values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None, *,
+          played: int | None = None, right_moves: Sequence[int] = ()) -> Scene:
     """Lay out ``board`` (+1 X / -1 O / 0 per cell) of ``game``; see the module docstring.
 
     ``last_move``: a cell to frame (None or -1: none). ``values``: move values by cell (a mapping, or
     a sequence of ``cells`` numbers with NaN for none), drawn on empty cells. ``title``: a caption
-    above a 2D board (3D boards name their layers there).
+    above a 2D board (3D boards name their layers there). ``played`` (None or -1: none) and
+    ``right_moves``: cells framed red and green, a move a player made and the moves it should have.
     """
     board = np.asarray(board, dtype=np.int64).ravel()
     if board.shape != (game.num_cells,):
@@ -126,6 +133,11 @@ def scene(game: Game, board: Sequence[int], last_move: int | None = None,
     if last_move is not None and last_move >= 0:
         x, y = origin(int(last_move))
         out.shapes.append(("rect", x + 2, y + 2, CELL - 4, CELL - 4, "none", LAST_MOVE, 3))
+    # inside the last-move frame, so that a cell can carry both
+    for cell, colour in [(c, RIGHT) for c in right_moves] + [(played, PLAYED)]:
+        if cell is not None and 0 <= int(cell) < game.num_cells:
+            x, y = origin(int(cell))
+            out.shapes.append(("rect", x + 6, y + 6, CELL - 12, CELL - 12, "none", colour, 3))
     if line is not None:
         centres = [(x + CELL / 2, y + CELL / 2) for x, y in map(origin, line)]
         out.shapes.append(("polyline", centres, WIN_STROKE, 3))
@@ -133,16 +145,17 @@ def scene(game: Game, board: Sequence[int], last_move: int | None = None,
 
 
 def render_svg(game: Game, board: Sequence[int], last_move: int | None = None,
-               values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None) -> str:
+               values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None, *,
+               played: int | None = None, right_moves: Sequence[int] = ()) -> str:
     """The position as an SVG document (a string); arguments as ``scene``."""
-    s = scene(game, board, last_move, values, title)
+    s = scene(game, board, last_move, values, title, played=played, right_moves=right_moves)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{s.width}" height="{s.height}" '
              f'viewBox="0 0 {s.width} {s.height}" font-family="sans-serif">',
              f'<rect width="{s.width}" height="{s.height}" fill="#ffffff"/>']
     for kind, *a in s.shapes:
         if kind == "rect":
             x, y, w, h, fill, stroke, sw = a
-            css = ' class="last-move"' if stroke == LAST_MOVE else ""
+            css = f' class="{FRAME_CLASS[stroke]}"' if stroke in FRAME_CLASS and fill == "none" else ""
             parts.append(f'<rect{css} x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}" fill="{fill}" '
                          f'stroke="{stroke}" stroke-width="{sw}"/>')
         elif kind == "circle":
@@ -209,18 +222,18 @@ def _figure(s: Scene, scale: float):
 
 def render_rgb(game: Game, board: Sequence[int], last_move: int | None = None,
                values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None,
-               scale: float = 1.0) -> np.ndarray:
+               scale: float = 1.0, *, played: int | None = None, right_moves: Sequence[int] = ()) -> np.ndarray:
     """The position as an (H, W, 3) uint8 image (matplotlib); ``scale`` 2 doubles the resolution."""
-    fig = _figure(scene(game, board, last_move, values, title), scale)
+    fig = _figure(scene(game, board, last_move, values, title, played=played, right_moves=right_moves), scale)
     fig.canvas.draw()
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
 
 def save_png(path: str | Path, game: Game, board: Sequence[int], last_move: int | None = None,
              values: Mapping[int, float] | Sequence[float] | None = None, title: str | None = None,
-             scale: float = 2.0) -> Path:
+             scale: float = 2.0, *, played: int | None = None, right_moves: Sequence[int] = ()) -> Path:
     """Write the position as a PNG (matplotlib); returns the path."""
-    fig = _figure(scene(game, board, last_move, values, title), scale)
+    fig = _figure(scene(game, board, last_move, values, title, played=played, right_moves=right_moves), scale)
     fig.savefig(path, dpi=100 * scale)
     return Path(path)
 
