@@ -388,3 +388,16 @@ def test_a_refused_first_run_leaves_no_empty_folders_above_its_own(compose_train
         with pytest.raises(ConfigError):
             train(compose_train([*TINY, f"run_dir={where}", "num_envs=0"]))
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["runs", "runs/other"]
+
+
+def test_a_run_resumed_at_an_evaluation_point_evaluates_it_again(compose_train, tmp_path):
+    # resuming drops the TensorBoard events from the checkpoint's episode on, and the checkpoint is
+    # written before its evaluation: without evaluating again, the test point at 10 would be lost
+    from ttt.curves import read_run
+
+    args = ["+experiment=td_33_boltzmann", "episodes=10", "eval_every=10", "eval_games=4", "eval_opponents=[random]"]
+    train(compose_train(args))
+    train(compose_train([*args, "episodes=30", "resume=true"]))
+    assert "evaluated again (resumed at an evaluation point)" in (tmp_path / "run" / "train.log").read_text()
+    steps = read_run(tmp_path / "run" / "tb").curves["eval/random/score"].steps.tolist()
+    assert steps == [10, 20, 30]

@@ -366,12 +366,21 @@ class Run:
         return results
 
     # ------------------------------------------------------------------ the schedule
-    def start(self, done: int) -> None:
-        """Training begins (or continues) with ``done`` episodes played; the schedule counts from here."""
+    def start(self, done: int, player: Callable[[], Player] | None = None) -> None:
+        """Training begins (or continues) with ``done`` episodes played; the schedule counts from here.
+
+        A run resumed from a checkpoint taken where an evaluation fell due (``done`` a multiple of
+        ``eval_every``) is evaluated again first, with ``player``: resuming drops the TensorBoard events
+        from ``done`` on, and the checkpoint is written before its evaluation, so that point would be lost
+        (a batched run's evaluations fall a few games past the multiples and are not repeated)."""
         self.started = True
         note = self.folder.commit()
         if note:
             self.say(note)
+        every = self.eval_every
+        if player is not None and self.resumed is not None and every and 0 < done < self.total and done % every == 0:
+            self.evaluate_saved(player, done)
+            self.progress(done, "evaluated again (resumed at an evaluation point)", force=True)
         self._last = done
         self._saved_at = time.monotonic()
         self._t_last, self._ep_last = time.perf_counter(), done

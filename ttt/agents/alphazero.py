@@ -285,7 +285,7 @@ def train(cfg, run) -> dict:
         return f"policy loss {pl:.3f} value loss {vl:.3f}"
 
     total = int(cfg.episodes)
-    run.start(episode)
+    run.start(episode, player)
     while episode < total:
         n = min(int(cfg.num_envs), total - episode)
         net.eval()

@@ -455,7 +455,7 @@ def _train_group(cfg: DictConfig, runs: list, seeds: list[int]) -> dict[int, dic
                                                          "network": network, "seeds_side_by_side": len(seeds)})
 
     for r, run in enumerate(runs):
-        run.start(int(trainer.episodes[r]))
+        run.start(int(trainer.episodes[r]), lambda r=r: player(r))
         if trainer.episodes[r] >= total:
             finish(r, run)
     t0, said, start_games = time.perf_counter(), time.perf_counter(), int(trainer.episodes.sum())

@@ -224,7 +224,7 @@ def train(cfg, run) -> dict:
         return f"eps {eps:.3f} states {states}"
 
     t0 = time.perf_counter()
-    run.start(start)
+    run.start(start, greedy)
     for ep in range(start, episodes):
         eps = epsilon_at(settings, ep)
         sq, moves = play_episode(game, player.keys, store, eps, settings, rng)

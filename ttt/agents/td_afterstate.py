@@ -300,7 +300,7 @@ def train(cfg, run) -> dict:
                 f"{tau if settings.exploration == 'boltzmann' else eps:.3f} states {states}")
 
     t0 = time.perf_counter()
-    run.start(start)
+    run.start(start, greedy)
     for ep in range(start, episodes):
         progress = ep / episodes
         eps = progress_epsilon(settings.exp_rate, progress)

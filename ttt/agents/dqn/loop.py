@@ -56,7 +56,7 @@ def train(cfg: DictConfig, run) -> dict:
         return log_scalars(run, trainer, episode, epsilon_at(settings, episode))
 
     total = int(cfg.episodes)
-    run.start(trainer.episodes)
+    run.start(trainer.episodes, player)
     while trainer.episodes < total:
         trainer.step()
         run.tick(trainer.episodes, player, save, log)
