@@ -94,6 +94,7 @@ class Settings:
     num_envs: tuple[int, ...] = (1, 256)
     profile: bool = False
     simulations: int = 1000  # per move, in mcts_vs_openspiel
+    recipe_envs: tuple[int, ...] = (128, 1024)  # num_envs of the recipe section
 
 
 def engine_section(seconds: float, settings: Settings) -> dict[str, float]:
@@ -248,6 +249,12 @@ def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", see
     if xp.is_torch:
         for _ in range(3):
             trainer.step()
+    return _episodes_per_sec(trainer, seconds)
+
+
+def _episodes_per_sec(trainer, seconds: float) -> float:
+    """Episodes per second of ``trainer.step()`` over ``seconds``, the device waited for at both ends."""
+    xp = trainer.xp
     xp.synchronize()
     start = trainer.episodes
     t0 = time.perf_counter()
@@ -255,6 +262,59 @@ def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", see
         trainer.step()
     xp.synchronize()
     return (trainer.episodes - start) / (time.perf_counter() - t0)
+
+
+RECIPE = "dqn_444"  # the experiment file of the shipped recipe (configs/experiment/)
+RECIPE_NUM_ENVS = {"cpu": (128, 1024), "cuda": (4096, 65536)}
+
+
+def recipe_config(experiment: str = RECIPE):
+    """The composed training config of ``+experiment=<experiment>`` (every option the file sets)."""
+    from hydra import compose, initialize
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ttt.learners import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize(version_base="1.3", config_path="../configs"):
+        cfg = compose("train", overrides=[f"+experiment={experiment}"])
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+def recipe_throughput(num_envs: int, seconds: float, device: str = "cpu", seed: int = 0,
+                      experiment: str = RECIPE) -> float:
+    """Training games per second of the recipe ``experiment`` (its network, curriculum, rules, labels and
+    rank pairs) with ``num_envs`` games side by side, from the start of its curriculum.
+
+    Before the clock starts every game has ended once on average (``num_envs`` episodes): the games
+    no longer end in step, and on a GPU its start-up is behind.
+    """
+    import torch
+
+    from ttt.agents.dqn import Trainer
+
+    cfg = recipe_config(experiment)
+    torch.manual_seed(seed)
+    xp = arrays_for(array_device(device))
+    trainer = Trainer(make_game(cfg.game.name), cfg.network, cfg.agent, num_envs, xp.generator(seed),
+                      device=device)
+    while trainer.episodes < num_envs:
+        trainer.step()
+    return _episodes_per_sec(trainer, seconds)
+
+
+def recipe_section(seconds: float, settings: Settings) -> dict[str, float]:
+    """``dqn_444``'s training games per second at each of ``settings.recipe_envs``."""
+    out, device = {}, settings.device
+    for n in settings.recipe_envs:
+        out[f"num_envs_{n}"] = recipe_throughput(n, seconds, device)
+        report("recipe", f"num_envs_{n}", out[f"num_envs_{n}"])
+        if settings.profile:
+            print_profile(f"recipe num_envs={n}", device,
+                          lambda n=n: recipe_throughput(n, min(seconds, 2.0), device))
+    return out
 
 
 def train_section(seconds: float, settings: Settings) -> dict[str, float]:
@@ -354,9 +414,9 @@ def print_profile(title: str, device: str, work, rows: int = 12) -> None:
 
 
 SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section, "online": online_section,
-            "mcts_vs_openspiel": mcts_vs_openspiel_section}
+            "mcts_vs_openspiel": mcts_vs_openspiel_section, "recipe": recipe_section}
 UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f"),
-         "online": ("games/s", ",.1f"), "mcts_vs_openspiel": ("ms/move", ",.1f")}
+         "online": ("games/s", ",.1f"), "mcts_vs_openspiel": ("ms/move", ",.1f"), "recipe": ("games/s", ",.1f")}
 
 
 def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]:
@@ -387,6 +447,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]
     try:
         batch = int(opts["engine_batch"] or ENGINE_BATCH[device])
         num_envs = tuple(int(x) for x in opts["num_envs"].split(",")) if opts["num_envs"] else NUM_ENVS[device]
+        recipe_envs = num_envs if opts["num_envs"] else RECIPE_NUM_ENVS[device]
     except ValueError:
         raise ValueError(f"ttt.perf: engine_batch={opts['engine_batch']}, num_envs={opts['num_envs']}: "
                          f"need whole numbers (num_envs: a comma-separated list)") from None
@@ -397,7 +458,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]
     if opts["output"]:
         check_writable_file(opts["output"], "ttt.perf: output")
     return sections, seconds, opts["output"], Settings(device, batch, num_envs, opts["profile"] == "true",
-                                                       int(opts["simulations"]))
+                                                       int(opts["simulations"]), recipe_envs)
 
 
 def measure(argv: list[str]) -> dict:
