@@ -1,6 +1,6 @@
 """Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda]
-[sections=engine,search,train,online,mcts_vs_openspiel] [seconds=S] [engine_batch=B] [num_envs=1,256,...]
-[simulations=N] [profile=true] [output=FILE.json]``.
+[sections=engine,search,train,online,mcts_vs_openspiel,recipe] [seconds=S] [engine_batch=B]
+[num_envs=1,256,...] [simulations=N] [profile=true] [output=FILE.json]``.
 
 Prints plies per second of batched random play on every board (section ``engine``: ``engine_batch``
 games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a GPU), milliseconds
@@ -14,6 +14,10 @@ Section ``mcts_vs_openspiel`` (always on the CPU) times the ``mcts`` player (wit
 plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the same
 number of ``simulations`` (default 1,000) on the same 3x3, 4x4 and Qubic positions, in milliseconds
 per move; OpenSpiel's side is skipped, with a note, when ``open_spiel`` is not installed.
+Section ``recipe`` measures ``dqn_444``'s recipe (``configs/experiment/dqn_444.yaml`` composed, every
+option it sets: the curriculum, exact losses, rule labels with fork defence, random-play labels, rank
+pairs, symmetric images) in training games per second at each ``num_envs`` (default 128 and 1,024 on
+the CPU, 4,096 and 65,536 on a GPU), timed after every game has ended once on average.
 ``device`` (default ``auto``) is where the games and networks live (``ttt.device``); the first line
 names it (and the GPU). ``profile=true`` then runs each measurement once more, shorter, under a
 profiler and prints where the time goes: the top torch operators and kernels (``torch.profiler``)
@@ -23,10 +27,10 @@ figure (S > 0).
 With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
 "engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
 "train": {"num_envs_N": episodes_per_sec}, "online": {"trainer": games_per_sec, "runs_K": ...},
-"mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
-mcts_plain": ..., "BOARD openspiel": ...}}`` (the sections that ran); the file is checked for
-writability before the measurements, and written to a fallback file (named on stderr) if it still
-fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
+"mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD mcts_plain": ..., "BOARD openspiel": ...},
+"recipe": {"num_envs_N": games_per_sec}}`` (the sections that ran); the file is checked for writability
+before the measurements, and written to a fallback file (named on stderr) if it still fails. A bad
+argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -253,12 +257,13 @@ def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", see
 
 
 def _episodes_per_sec(trainer, seconds: float) -> float:
-    """Episodes per second of ``trainer.step()`` over ``seconds``, the device waited for at both ends."""
+    """Episodes per second of ``trainer.step()`` over ``seconds`` (longer if no game has ended by then),
+    the device waited for at both ends."""
     xp = trainer.xp
     xp.synchronize()
     start = trainer.episodes
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or trainer.episodes == start:
         trainer.step()
     xp.synchronize()
     return (trainer.episodes - start) / (time.perf_counter() - t0)
