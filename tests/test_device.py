@@ -353,9 +353,11 @@ def test_training_throughput_on_torch_tensors():
     assert training_throughput(num_envs=8, seconds=0.3, board="3x3", device=TORCH_CPU) > 0
 
 
-def test_recipe_throughput_on_torch_tensors():
-    # dqn_444 with every option it sets (rules, labels, rank pairs, threat chains) on the device code path
-    assert recipe_throughput(num_envs=4, seconds=0.3, device=TORCH_CPU) > 0
+@pytest.mark.parametrize("device", TRAIN_DEVICES)
+def test_recipe_throughput_on_the_device_code_path(device):
+    # dqn_444 with every option it sets (curriculum, exact losses, rule labels with fork defence, random-play
+    # labels, rank pairs) on the device code path
+    assert recipe_throughput(num_envs=4, seconds=0.3, device=device) > 0
 
 
 # ------------------------------------------------------------------ the device key
