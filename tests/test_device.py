@@ -17,13 +17,15 @@ from omegaconf import OmegaConf
 
 from ttt.agents import agent_module
 from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer
+from ttt.agents.dqn.labels import rank_orders
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
-from ttt.games.threats import completing_moves, move_tactics
-from ttt.perf import training_throughput
+from ttt.games.exact import rule_values
+from ttt.games.threats import MoveTactics, completing_moves, forced_wins, move_tactics, playable, threat_depths
+from ttt.perf import recipe_throughput, training_throughput
 from ttt.players import BenchmarkPlayer, RandomPlayer
 from ttt.training import Run
 
@@ -133,6 +135,58 @@ def test_threat_queries_on_device_match_numpy(board, device):
     got = move_tactics(dev.board, dev.to_play, dev.legal_mask(), dev.game)
     for name in ("win", "loss", "fork"):
         np.testing.assert_array_equal(as_numpy(getattr(got, name)), getattr(expected, name), err_msg=name)
+
+
+def afterstates_of(games: BatchedGames, limit: int = 1500) -> tuple[np.ndarray, np.ndarray]:
+    """The boards after every legal move of the first positions of ``games`` (up to ``limit`` moves),
+    with the opponent to move: positions with many lines two short, where forks and threats are made."""
+    e, cell = np.nonzero(games.legal_mask())
+    e, cell = e[:limit], cell[:limit]
+    after = games.board[e]
+    after[np.arange(len(e)), cell] = games.to_play[e]
+    return after, -games.to_play[e]
+
+
+@pytest.mark.parametrize("device", ARRAY_DEVICES)
+@pytest.mark.parametrize("board", BOARDS)
+def test_rule_values_on_device_match_numpy(board, device):
+    # the tactics, forced wins, threat chains and rule values of one code path on both kinds of array,
+    # on positions of random play and on every afterstate of some of them (where forks are made)
+    game = make_game(board)
+    host = random_positions(board, num_games=30, seed=4)
+    after, mover = afterstates_of(host)
+    boards = np.concatenate([host.board, after])
+    player = np.concatenate([host.to_play, mover])
+    legal = playable(boards, game)
+    dev = [torch.from_numpy(x).to(device) for x in (boards, player, legal)]
+    expected = move_tactics(boards, player, legal, game)
+    got = move_tactics(*dev, game)
+    for name in ("win", "loss", "fork"):
+        assert getattr(expected, name).any(), name  # the positions hold every kind of move
+        np.testing.assert_array_equal(as_numpy(getattr(got, name)), getattr(expected, name), err_msg=name)
+    # the searches below build afterstates of afterstates: 300 of the positions, drawn from all of them
+    few = np.sort(np.random.default_rng(0).choice(len(boards), 300, replace=False))
+    dev_few = [x[torch.from_numpy(few)] for x in dev]
+    np.testing.assert_array_equal(as_numpy(forced_wins(*dev_few, game)),
+                                  forced_wins(boards[few], player[few], legal[few], game))
+    depths = threat_depths(boards[few], player[few], legal[few], game, depth=3)
+    if game.d == 3:  # chains are common in three dimensions (on 3x3 every forcing threat forks at once)
+        assert depths.any()
+    np.testing.assert_array_equal(as_numpy(threat_depths(*dev_few, game, depth=3)), depths)
+    views = boards[few] * player[few, None]
+    t = MoveTactics(expected.win[few], expected.loss[few], expected.fork[few])
+    d = MoveTactics(*(getattr(got, name)[torch.from_numpy(few)] for name in ("win", "loss", "fork")))
+    # fork defence on every cell: no random subset, which each kind of generator draws differently
+    value, known = rule_values(views, t, 0.9, game, defence=game.num_cells, threats=2)
+    d_value, d_known = rule_values(torch.from_numpy(views).to(device), d, 0.9, game, defence=game.num_cells,
+                                   threats=2)
+    assert (value == -0.9).any() and (value == 0.9).any()  # lost to a fork, and forks
+    np.testing.assert_array_equal(as_numpy(d_known), known)
+    np.testing.assert_array_equal(as_numpy(d_value), value)
+    for (hi, lo), (d_hi, d_lo) in zip(rank_orders(legal, expected, forced=True), rank_orders(dev[2], got, forced=True),
+                                      strict=True):
+        np.testing.assert_array_equal(as_numpy(d_hi), hi)
+        np.testing.assert_array_equal(as_numpy(d_lo), lo)
 
 
 @pytest.mark.parametrize("device", ARRAY_DEVICES)
@@ -297,6 +351,13 @@ def test_greedy_player_on_device_plays_the_moves_of_the_host_player():
 
 def test_training_throughput_on_torch_tensors():
     assert training_throughput(num_envs=8, seconds=0.3, board="3x3", device=TORCH_CPU) > 0
+
+
+@pytest.mark.parametrize("device", TRAIN_DEVICES)
+def test_recipe_throughput_on_the_device_code_path(device):
+    # dqn_444 with every option it sets (curriculum, exact losses, rule labels with fork defence, random-play
+    # labels, rank pairs) on the device code path
+    assert recipe_throughput(num_envs=4, seconds=0.3, device=device) > 0
 
 
 # ------------------------------------------------------------------ the device key

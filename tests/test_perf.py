@@ -27,6 +27,23 @@ def test_engine_section_writes_json(tmp_path, capsys):
     assert len(printed) == 2 + len(BOARDS) and all(line.endswith("plies/s") for line in printed[2:])
 
 
+def test_recipe_section_writes_json(tmp_path, capsys):
+    out_file = tmp_path / "perf.json"
+    result = perf.main(["seconds=0.2", "sections=recipe", "device=cpu", "num_envs=4", f"output={out_file}"])
+    written = json.loads(out_file.read_text())
+    assert written == result and list(written) == ["device", "gpu", "recipe"]
+    assert list(written["recipe"]) == ["num_envs_4"] and written["recipe"]["num_envs_4"] > 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("recipe  num_envs_4 ")
+
+
+def test_recipe_defaults_and_config():
+    # the defaults the help names, and the config is the experiment file's, composed
+    assert perf.parse_args(["device=cpu"])[3].recipe_envs == (128, 1024)
+    cfg = perf.recipe_config()
+    assert cfg.game.name == "4x4x4" and cfg.agent.rank_labels == 512 and cfg.agent.play_threats == 3
+    assert cfg.num_envs == 128
+
+
 def test_engine_on_torch_tensors_counts_plies():
     # the device code path, on the CPU: plies are counted on the device and read once at the end
     rate = perf.engine_plies_per_sec("4x4x4_gravity", batch_size=64, seconds=0.1, device="cpu")

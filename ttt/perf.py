@@ -1,6 +1,6 @@
 """Throughput benchmarks: ``python -m ttt.perf [device=auto|cpu|cuda]
-[sections=engine,search,train,online,mcts_vs_openspiel] [seconds=S] [engine_batch=B] [num_envs=1,256,...]
-[simulations=N] [profile=true] [output=FILE.json]``.
+[sections=engine,search,train,online,mcts_vs_openspiel,recipe] [seconds=S] [engine_batch=B]
+[num_envs=1,256,...] [simulations=N] [profile=true] [output=FILE.json]``.
 
 Prints plies per second of batched random play on every board (section ``engine``: ``engine_batch``
 games side by side, finished games restarted; 4,096 on the CPU, 1,048,576 on a GPU), milliseconds
@@ -14,6 +14,10 @@ Section ``mcts_vs_openspiel`` (always on the CPU) times the ``mcts`` player (wit
 plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the same
 number of ``simulations`` (default 1,000) on the same 3x3, 4x4 and Qubic positions, in milliseconds
 per move; OpenSpiel's side is skipped, with a note, when ``open_spiel`` is not installed.
+Section ``recipe`` measures ``dqn_444``'s recipe (``configs/experiment/dqn_444.yaml`` composed, every
+option it sets: the curriculum, exact losses, rule labels with fork defence, random-play labels, rank
+pairs, symmetric images) in training games per second at each ``num_envs`` (default 128 and 1,024 on
+the CPU, 4,096 and 65,536 on a GPU), timed after every game has ended once on average.
 ``device`` (default ``auto``) is where the games and networks live (``ttt.device``); the first line
 names it (and the GPU). ``profile=true`` then runs each measurement once more, shorter, under a
 profiler and prints where the time goes: the top torch operators and kernels (``torch.profiler``)
@@ -23,10 +27,10 @@ figure (S > 0).
 With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
 "engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
 "train": {"num_envs_N": episodes_per_sec}, "online": {"trainer": games_per_sec, "runs_K": ...},
-"mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD
-mcts_plain": ..., "BOARD openspiel": ...}}`` (the sections that ran); the file is checked for
-writability before the measurements, and written to a fallback file (named on stderr) if it still
-fails. A bad argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
+"mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD mcts_plain": ..., "BOARD openspiel": ...},
+"recipe": {"num_envs_N": games_per_sec}}`` (the sections that ran); the file is checked for writability
+before the measurements, and written to a fallback file (named on stderr) if it still fails. A bad
+argument, or ``device=cuda`` without a GPU, prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ class Settings:
     num_envs: tuple[int, ...] = (1, 256)
     profile: bool = False
     simulations: int = 1000  # per move, in mcts_vs_openspiel
+    recipe_envs: tuple[int, ...] = (128, 1024)  # num_envs of the recipe section
 
 
 def engine_section(seconds: float, settings: Settings) -> dict[str, float]:
@@ -248,13 +253,73 @@ def training_throughput(num_envs: int, seconds: float, board: str = "4x4x4", see
     if xp.is_torch:
         for _ in range(3):
             trainer.step()
+    return _episodes_per_sec(trainer, seconds)
+
+
+def _episodes_per_sec(trainer, seconds: float) -> float:
+    """Episodes per second of ``trainer.step()`` over ``seconds`` (longer if no game has ended by then),
+    the device waited for at both ends."""
+    xp = trainer.xp
     xp.synchronize()
     start = trainer.episodes
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or trainer.episodes == start:
         trainer.step()
     xp.synchronize()
     return (trainer.episodes - start) / (time.perf_counter() - t0)
+
+
+RECIPE = "dqn_444"  # the experiment file of the shipped recipe (configs/experiment/)
+RECIPE_NUM_ENVS = {"cpu": (128, 1024), "cuda": (4096, 65536)}
+
+
+def recipe_config(experiment: str = RECIPE):
+    """The composed training config of ``+experiment=<experiment>`` (every option the file sets)."""
+    from hydra import compose, initialize
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ttt.learners import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize(version_base="1.3", config_path="../configs"):
+        cfg = compose("train", overrides=[f"+experiment={experiment}"])
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+def recipe_throughput(num_envs: int, seconds: float, device: str = "cpu", seed: int = 0,
+                      experiment: str = RECIPE) -> float:
+    """Training games per second of the recipe ``experiment`` (its network, curriculum, rules, labels and
+    rank pairs) with ``num_envs`` games side by side, from the start of its curriculum.
+
+    Before the clock starts every game has ended once on average (``num_envs`` episodes): the games
+    no longer end in step, and on a GPU its start-up is behind.
+    """
+    import torch
+
+    from ttt.agents.dqn import Trainer
+
+    cfg = recipe_config(experiment)
+    torch.manual_seed(seed)
+    xp = arrays_for(array_device(device))
+    trainer = Trainer(make_game(cfg.game.name), cfg.network, cfg.agent, num_envs, xp.generator(seed),
+                      device=device)
+    while trainer.episodes < num_envs:
+        trainer.step()
+    return _episodes_per_sec(trainer, seconds)
+
+
+def recipe_section(seconds: float, settings: Settings) -> dict[str, float]:
+    """``dqn_444``'s training games per second at each of ``settings.recipe_envs``."""
+    out, device = {}, settings.device
+    for n in settings.recipe_envs:
+        out[f"num_envs_{n}"] = recipe_throughput(n, seconds, device)
+        report("recipe", f"num_envs_{n}", out[f"num_envs_{n}"])
+        if settings.profile:
+            print_profile(f"recipe num_envs={n}", device,
+                          lambda n=n: recipe_throughput(n, min(seconds, 2.0), device))
+    return out
 
 
 def train_section(seconds: float, settings: Settings) -> dict[str, float]:
@@ -354,9 +419,9 @@ def print_profile(title: str, device: str, work, rows: int = 12) -> None:
 
 
 SECTIONS = {"engine": engine_section, "search": search_section, "train": train_section, "online": online_section,
-            "mcts_vs_openspiel": mcts_vs_openspiel_section}
+            "mcts_vs_openspiel": mcts_vs_openspiel_section, "recipe": recipe_section}
 UNITS = {"engine": ("plies/s", ",.0f"), "search": ("ms/move", ",.1f"), "train": ("episodes/s", ",.0f"),
-         "online": ("games/s", ",.1f"), "mcts_vs_openspiel": ("ms/move", ",.1f")}
+         "online": ("games/s", ",.1f"), "mcts_vs_openspiel": ("ms/move", ",.1f"), "recipe": ("games/s", ",.1f")}
 
 
 def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]:
@@ -387,6 +452,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]
     try:
         batch = int(opts["engine_batch"] or ENGINE_BATCH[device])
         num_envs = tuple(int(x) for x in opts["num_envs"].split(",")) if opts["num_envs"] else NUM_ENVS[device]
+        recipe_envs = num_envs if opts["num_envs"] else RECIPE_NUM_ENVS[device]
     except ValueError:
         raise ValueError(f"ttt.perf: engine_batch={opts['engine_batch']}, num_envs={opts['num_envs']}: "
                          f"need whole numbers (num_envs: a comma-separated list)") from None
@@ -397,7 +463,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], float, str | None, Settings]
     if opts["output"]:
         check_writable_file(opts["output"], "ttt.perf: output")
     return sections, seconds, opts["output"], Settings(device, batch, num_envs, opts["profile"] == "true",
-                                                       int(opts["simulations"]))
+                                                       int(opts["simulations"]), recipe_envs)
 
 
 def measure(argv: list[str]) -> dict:

@@ -35,6 +35,10 @@ class NumpyArrays:
     def asarray(self, x, dtype: str | None = None) -> np.ndarray:
         return np.asarray(x, dtype=None if dtype is None else np.dtype(dtype))
 
+    def table(self, array: np.ndarray) -> np.ndarray:
+        """A read-only table of a Game (lines, masks, ...): the array itself on the host."""
+        return array
+
     def zeros(self, shape, dtype: str) -> np.ndarray:
         return np.zeros(shape, dtype=dtype)
 
@@ -61,6 +65,14 @@ class NumpyArrays:
 
     def concat(self, xs) -> np.ndarray:
         return np.concatenate(xs)
+
+    def amin(self, x: np.ndarray, axis: int) -> np.ndarray:
+        """The smallest entries along ``axis`` (values only)."""
+        return x.min(axis)
+
+    def amax(self, x: np.ndarray, axis: int) -> np.ndarray:
+        """The largest entries along ``axis`` (values only)."""
+        return x.max(axis)
 
     def kth_smallest(self, x: np.ndarray, k: int) -> np.ndarray:
         """(B, 1): the k-th smallest entry (k from 1) of each row of a (B, n) array."""
@@ -179,6 +191,12 @@ class TorchArrays:
 
     def concat(self, xs):
         return self.torch.cat(list(xs))
+
+    def amin(self, x, axis: int):
+        return x.amin(axis)
+
+    def amax(self, x, axis: int):
+        return x.amax(axis)
 
     def kth_smallest(self, x, k: int):
         return x.kthvalue(k, dim=1, keepdim=True).values

@@ -71,7 +71,7 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
     boards = xp.astype(views, "int8")
     reachable = playable(boards, game)
     if threats:  # the shortest chain of threats gives the value
-        chain = _threat_depths(boards, xp.full(len(boards), 1, "int8"), reachable, game, tactics, threats)
+        chain = threat_depths(boards, xp.full(len(boards), 1, "int8"), reachable, game, tactics, threats)
         for d in range(1, threats + 1):
             attack = (chain == d) & ~known
             value[attack] = gamma ** (d + 1)
@@ -99,22 +99,12 @@ def rule_values(views: np.ndarray, tactics: MoveTactics, gamma: float, game: Gam
                 open_ = xp.flatnonzero(~known[e, cell])  # afterstates whose value is not known yet
                 e, cell = e[open_], cell[open_]
                 sub = MoveTactics(reply.win[open_], reply.loss[open_], reply.fork[open_])
-                chain = _threat_depths(after[open_], them[open_], reach[open_], game, sub, threats)
+                chain = threat_depths(after[open_], them[open_], reach[open_], game, sub, threats)
                 longer = xp.where(chain > 0, chain, threats + 1)
-                shortest = longer.amin(1) if xp.is_torch else longer.min(1)
+                shortest = xp.amin(longer, 1)
                 for d in range(1, threats + 1):
                     later = shortest == d
                     value[e[later], cell[later]] = -gamma ** (d + 1)
                     known[e[later], cell[later]] = True
     return value, known
-
-
-def _threat_depths(board, player, legal, game: Game, tactics: MoveTactics, depth: int):
-    """``threat_depths`` on numpy arrays or tensors (tensors go through the host)."""
-    xp = arrays_of(board)
-    if not xp.is_torch:
-        return threat_depths(board, player, legal, game, tactics, depth)
-    host = MoveTactics(*(xp.numpy(m) for m in (tactics.win, tactics.loss, tactics.fork)))
-    return xp.asarray(threat_depths(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game, host, depth))
-
 

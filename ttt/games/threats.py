@@ -39,7 +39,7 @@ def completing_moves(board, player, legal, game: Game):
 def completing_cells(board, player, game: Game):
     """(B, cells) bool: empty cells that would complete a line of ``player``, playable or not."""
     xp = arrays_of(board)
-    lines = xp.table(game.lines) if xp.is_torch else game.lines
+    lines = xp.table(game.lines)
     vals = board[:, lines]  # (B, L, k)
     own = (vals == player[:, None, None]).sum(-1)
     empty = vals == 0
@@ -52,9 +52,7 @@ def playable(board, game: Game):
     legal = board == 0
     if game.gravity:
         xp = arrays_of(board)
-        cells, below = _supported(game)
-        if xp.is_torch:
-            cells, below = xp.table(cells), xp.table(below)
+        cells, below = (xp.table(x) for x in _supported(game))
         legal[:, cells] &= board[:, below] != 0
     return legal
 
@@ -76,6 +74,20 @@ def _supported(game: Game) -> tuple[np.ndarray, np.ndarray]:
     return _SUPPORTED[game.name]
 
 
+_COLUMNS: dict[str, np.ndarray] = {}
+
+
+def _columns(game: Game) -> np.ndarray:
+    """For each pair of ``_supported`` (a cell and the cell below it), the line through both."""
+    if game.name not in _COLUMNS:
+        cells, below = _supported(game)
+        both = game.incidence[cells] & game.incidence[below]  # (pairs, L)
+        if not both.any(1).all():
+            raise ValueError(f"{game.name}: a cell and the cell below it share no line")
+        _COLUMNS[game.name] = both.argmax(1)
+    return _COLUMNS[game.name]
+
+
 @dataclass
 class MoveTactics:
     """Per legal move of the player to move, (B, cells) bool masks (all False on illegal moves)."""
@@ -85,18 +97,15 @@ class MoveTactics:
     fork: np.ndarray  # neither; afterwards the mover has >= 2 playable winning cells
 
 
-def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> MoveTactics:
+def move_tactics(board, player, legal, game: Game) -> MoveTactics:
     """Win, forced-loss and fork masks of every legal move of ``player`` (per row of ``board``).
 
     ``board`` (B, cells) holds +1 / -1 / 0; ``player`` (B,) the side to move; ``legal`` (B, cells) its
-    legal moves. Exact: checked against explicit afterstates in the tests. Tensors on a device make a
-    round trip through the host (the fork count's sparse bookkeeping is written for numpy).
+    legal moves. Exact: checked against explicit afterstates in the tests. numpy arrays or tensors on
+    one device, alike: fixed shapes throughout, so a device never waits for the host.
     """
     xp = arrays_of(board)
-    if xp.is_torch:
-        t = move_tactics(xp.numpy(board), xp.numpy(player), xp.numpy(legal), game)
-        return MoveTactics(xp.asarray(t.win), xp.asarray(t.loss), xp.asarray(t.fork))
-    k, lines = game.line_length, game.lines
+    k = game.line_length
     me = board == player[:, None]
     empty = board == 0
     own = _per_line(me, game)  # (B, L) pieces per line
@@ -106,15 +115,13 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     theirs_any = empty & (_per_cell((opp == k - 1) & (own == 0), game) > 0)
     win = mine_any & legal
     theirs_now = theirs_any & legal
-    n_theirs = theirs_now.sum(1, keepdims=True)
     # after a, the opponent wins at once if one of its playable winning cells is not a itself ...
-    loss = (n_theirs - theirs_now) > 0
+    loss = theirs_now.sum(1)[:, None] > xp.astype(theirs_now, "int64")
     if game.gravity:
         # ... or if a makes the cell above it playable and that cell completes the opponent's line
-        above = game.above
-        has = above >= 0
-        lift = np.zeros_like(legal)
-        lift[:, has] = theirs_any[:, above[has]]
+        upper, lower = (xp.table(x) for x in _supported(game))
+        lift = xp.zeros(tuple(legal.shape), "bool")
+        lift[:, lower] = theirs_any[:, upper]
         loss |= lift
     loss &= legal & ~win
 
@@ -123,50 +130,64 @@ def move_tactics(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
     # cells makes the other a winning cell. Two lines through a share only a, so (ii) gives distinct
     # cells per line; cells in both (i) and (ii) are counted once.
     mine_now = mine_any & legal
-    count = mine_now.sum(1, keepdims=True) - mine_now  # (i), playable before and after a
+    count = mine_now.sum(1)[:, None] - xp.astype(mine_now, "int64")  # (i), playable before and after a
     if game.gravity:
-        lift = np.zeros_like(legal)
-        lift[:, has] = mine_any[:, above[has]]
-        count = count + lift  # (i), the winning cell above a becomes playable
-    b, li = np.nonzero((own == k - 2) & (opp == 0))
-    if len(b):
-        cells = lines[li]  # (n, k)
-        free = empty[b[:, None], cells]  # (n, k): exactly two True per row
-        pos = np.argsort(~free, axis=1, kind="stable")[:, :2]  # the two empty positions
-        rows = np.arange(len(b))
-        x, y = cells[rows, pos[:, 0]], cells[rows, pos[:, 1]]
-        bb = np.concatenate([b, b])
-        a = np.concatenate([x, y])  # the move
-        t = np.concatenate([y, x])  # the cell it makes a winner
-        reachable = legal[bb, t] | (game.below[t] == a)
-        fresh = reachable & ~mine_any[bb, t]  # a cell already winning is counted in (i)
-        np.add.at(count, (bb[fresh], a[fresh]), 1)
+        lift = xp.zeros(tuple(legal.shape), "bool")
+        lift[:, lower] = mine_any[:, upper]
+        count = count + xp.astype(lift, "int64")  # (i), the winning cell above a becomes playable
+    # (ii) by lines, with no per-line bookkeeping: a line with k-2 of mine and none of theirs (``two``) has
+    # two empty cells, each the other's partner; taking one counts the partner when the partner is
+    # playable afterwards and not a winning cell yet. A partner playable now is ``good``: a line with two
+    # good cells counts for both, a line with one for the other cell only.
+    two = (own == k - 2) & (opp == 0)
+    good = legal & ~mine_any
+    n_good = _per_line(good, game)
+    both = _per_cell(two & (n_good == 2), game)
+    one = _per_cell(two & (n_good == 1), game)
+    count = count + xp.astype(xp.where(empty, both, 0.0) + xp.where(empty & ~good, one, 0.0), "int64")
+    if game.gravity:  # a partner right above the move becomes playable by it
+        column = xp.table(_columns(game))
+        lifted = two[:, column] & empty[:, lower] & empty[:, upper] & ~mine_any[:, upper]
+        count[:, lower] += xp.astype(lifted, "int64")
     fork = legal & ~win & ~loss & (count >= 2)
     return MoveTactics(win=win, loss=loss, fork=fork)
 
 
-_INCIDENCE: dict[str, torch.Tensor] = {}
+_MATRICES: dict[str, dict[str, np.ndarray]] = {}
 
 
-def _incidence(game: Game) -> torch.Tensor:
-    if game.name not in _INCIDENCE:
-        _INCIDENCE[game.name] = torch.from_numpy(game.incidence.astype(np.float32))
-    return _INCIDENCE[game.name]
+def _matrices(game: Game) -> dict[str, np.ndarray]:
+    """The 0/1 float32 matrices the counts multiply by: ``line`` (cells, L) the incidence, ``cell`` its
+    transpose."""
+    if game.name not in _MATRICES:
+        incidence = game.incidence.astype(np.float32)
+        _MATRICES[game.name] = {"line": incidence, "cell": np.ascontiguousarray(incidence.T)}
+    return _MATRICES[game.name]
 
 
-# Counts by a product with the (cells, lines) incidence matrix, in torch: its thread setting holds, while
-# numpy's BLAS would start threads of its own that contend with the rest of a training process.
-def _per_line(cells: np.ndarray, game: Game) -> np.ndarray:
+# Counts by products with 0/1 matrices (exact in float32). On the host in torch: its thread setting
+# holds, while numpy's BLAS would start threads of its own that contend with the rest of a training process.
+def _count(marks, game: Game, kind: str):
+    """(B, n) bool @ the (n, m) 0/1 matrix ``kind`` -> (B, m) float32 counts, numpy arrays or tensors alike."""
+    xp = arrays_of(marks)
+    matrix = _matrices(game)[kind]
+    if xp.is_torch:
+        return xp.astype(marks, "float32") @ xp.table(matrix)
+    return (torch.from_numpy(marks.astype(np.float32)) @ torch.from_numpy(matrix)).numpy()
+
+
+def _per_line(cells, game: Game):
     """(B, cells) bool -> (B, L) how many of the marked cells each line holds."""
-    return (torch.from_numpy(cells.astype(np.float32)) @ _incidence(game)).numpy()
+    return _count(cells, game, "line")
 
 
-def _per_cell(lines: np.ndarray, game: Game) -> np.ndarray:
+def _per_cell(lines, game: Game):
     """(B, L) bool -> (B, cells) how many marked lines pass through each cell."""
-    return (torch.from_numpy(lines.astype(np.float32)) @ _incidence(game).T).numpy()
+    return _count(lines, game, "cell")
 
 
-def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game) -> np.ndarray:
+
+def forced_wins(board, player, legal, game: Game):
     """(B, cells) bool: moves of ``player`` that win by force in three plies (not at once).
 
     Such a move does not complete a line, leaves the opponent no immediate win, and after every legal
@@ -174,14 +195,16 @@ def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: 
     board they are exactly the forks, with gravity a threat whose only block makes a second winning cell
     playable above it is one too. Exact: the afterstate of every candidate move is built and each
     reply checked with ``move_tactics`` (memory grows with B * cells * lines: pass a few hundred boards).
+    numpy arrays or tensors on one device, alike.
     """
+    xp = arrays_of(board)
     t = move_tactics(board, player, legal, game)
-    out = np.zeros_like(legal)
-    b, a = np.nonzero(legal & ~t.win & ~t.loss)
+    out = xp.zeros(tuple(legal.shape), "bool")
+    b, a = xp.nonzero(legal & ~t.win & ~t.loss)
     if len(b) == 0:
         return out
-    after = board[b].copy()
-    after[np.arange(len(b)), a] = player[b]
+    after = board[b]  # a copy (integer-array indexing)
+    after[xp.arange(len(b)), a] = player[b]
     replies = playable(after, game)
     # the opponent has no winning reply (the move left it none), so every reply must lose at once
     reply = move_tactics(after, -player[b], replies, game)
@@ -190,8 +213,7 @@ def forced_wins(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: 
     return out
 
 
-def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
-                 tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
+def threat_forks(board, player, legal, game: Game, tactics: MoveTactics | None = None, depth: int = 1):
     """(B, cells) bool: moves of ``player`` that win by force through a chain of at most ``depth`` threats
     (``threat_depths`` > 0)."""
     return threat_depths(board, player, legal, game, tactics, depth) > 0
@@ -200,9 +222,8 @@ def threat_forks(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game:
 THREAT_ROWS = 256  # boards searched at once by threat_depths (every level of the chain multiplies them)
 
 
-def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game: Game,
-                  tactics: MoveTactics | None = None, depth: int = 1) -> np.ndarray:
-    """(B, cells) int: for every move of ``player``, the shortest chain of forcing threats (at most
+def threat_depths(board, player, legal, game: Game, tactics: MoveTactics | None = None, depth: int = 1):
+    """(B, cells) int64: for every move of ``player``, the shortest chain of forcing threats (at most
     ``depth``) through which it wins by force, 0 for none.
 
     Such a move is no win, loss or fork (``move_tactics``); afterwards the mover has exactly one
@@ -210,59 +231,62 @@ def threat_depths(board: np.ndarray, player: np.ndarray, legal: np.ndarray, game
     mover has a fork (which already accounts for any threat the block at w made): a chain of 1; or,
     with ``depth`` > 1, another such move with a chain of d - 1: a win in 2 * d + 3 plies at most. With
     gravity, a block that lifts a winning cell of the mover into reach is left out (a win in three,
-    ``forced_wins``). Exact: the afterstates are built and checked with ``move_tactics``.
+    ``forced_wins``). Exact: the afterstates are built and checked with ``move_tactics``. numpy arrays
+    or tensors on one device, alike; on a device only the number of candidate moves at each level of
+    the chain reaches the host.
     """
+    xp = arrays_of(board)
     if len(board) > THREAT_ROWS:  # row by row independent: in slices, so that memory stays bounded
         parts = []
         for i in range(0, len(board), THREAT_ROWS):
             rows = slice(i, i + THREAT_ROWS)
             sub = None if tactics is None else MoveTactics(tactics.win[rows], tactics.loss[rows], tactics.fork[rows])
             parts.append(threat_depths(board[rows], player[rows], legal[rows], game, sub, depth))
-        return np.concatenate(parts)
+        return xp.concat(parts)
     t = move_tactics(board, player, legal, game) if tactics is None else tactics
-    out = np.zeros(legal.shape, dtype=np.int64)
-    b, a = np.nonzero(legal & ~t.win & ~t.loss & ~t.fork & _may_threaten(board, player, game))
+    out = xp.zeros(tuple(legal.shape), "int64")
+    b, a = xp.nonzero(legal & ~t.win & ~t.loss & ~t.fork & _may_threaten(board, player, game))
     if len(b) == 0:
         return out
-    after = board[b].copy()
-    after[np.arange(len(b)), a] = player[b]
+    after = board[b]  # a copy (integer-array indexing)
+    after[xp.arange(len(b)), a] = player[b]
     mine = completing_moves(after, player[b], playable(after, game), game)
     single = mine.sum(1) == 1  # the loss mask already rules out an immediate win of the opponent
     b, a, after = b[single], a[single], after[single]
     if len(b) == 0:
         return out
-    w = mine[single].argmax(1)
-    after[np.arange(len(b)), w] = -player[b]  # the forced block
+    w = xp.astype(mine[single], "int8").argmax(1)  # the one winning cell
+    after[xp.arange(len(b)), w] = -player[b]  # the forced block
     reach = playable(after, game)
     reply = move_tactics(after, player[b], reach, game)
     # a block that lifts a winning cell of the mover into reach is a win in three (``forced_wins``)
     won = ~reply.win.any(1)
-    chain = np.where(won & reply.fork.any(1), 1, 0)
+    chain = xp.astype(won & reply.fork.any(1), "int64")
     if depth > 1:
-        idx = np.flatnonzero(won & (chain == 0))
+        idx = xp.flatnonzero(won & (chain == 0))
         if len(idx):
             sub = MoveTactics(reply.win[idx], reply.loss[idx], reply.fork[idx])
             deeper = threat_depths(after[idx], player[b][idx], reach[idx], game, sub, depth - 1)
-            best = np.where(deeper > 0, deeper, depth + 1).min(1)
-            chain[idx] = np.where(best <= depth - 1, best + 1, 0)
+            best = xp.amin(xp.where(deeper > 0, deeper, depth + 1), 1)
+            chain[idx] = xp.where(best <= depth - 1, best + 1, 0)
     out[b, a] = chain
     return out
 
 
-def _may_threaten(board: np.ndarray, player: np.ndarray, game: Game) -> np.ndarray:
+def _may_threaten(board, player, game: Game):
     """(B, cells) bool: cells where a piece of ``player`` can leave a winning cell of its own: on a line
     with k-2 of its pieces and none of the opponent's, or (gravity) below a winning cell out of reach;
     every cell where the player already has a winning cell in reach (a quiet move keeps that threat).
     Only such moves can be threats, so the search builds no other afterstates."""
+    xp = arrays_of(board)
     me = board == player[:, None]
     empty = board == 0
     own, opp = _per_line(me, game), _per_line(~me & ~empty, game)
     k = game.line_length
     may = empty & (_per_cell((own == k - 2) & (opp == 0), game) > 0)
     mine_any = completing_cells(board, player, game)
-    may |= (mine_any & playable(board, game)).any(1, keepdims=True)
+    may |= (mine_any & playable(board, game)).any(1)[:, None]
     if game.gravity:
-        above = game.above
-        has = above >= 0
-        may[:, has] |= mine_any[:, above[has]]
+        upper, lower = (xp.table(x) for x in _supported(game))
+        may[:, lower] |= mine_any[:, upper]
     return may & empty
