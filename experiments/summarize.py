@@ -204,7 +204,9 @@ def fidelity_table(runs: list[RunLog], at: list[int], tag: str = DEFAULT_TAG, to
     """The batching-fidelity table (Markdown): per (network, regime, biases), one row per protocol with
     its score at each of ``at`` training games (mean +- sd over seeds, fractions), and for a batched
     protocol the difference from online with its 95% Welch interval; the verdict is "same" when at
-    every point the difference is below ``tolerance`` and its interval holds 0, else "differs"."""
+    every point the difference is below ``tolerance`` and its interval holds 0, "differs" when at a
+    point it is not, else "incomplete" (a point with fewer than 2 seeds on either side). A mean over
+    fewer seeds than the setting has says ``(n=..)``."""
     groups: dict[tuple, list[RunLog]] = {}
     for r in runs:
         if len(r.curves.get(tag, ())):
@@ -215,23 +217,26 @@ def fidelity_table(runs: list[RunLog], at: list[int], tag: str = DEFAULT_TAG, to
         protocols = sorted((k for k in groups if k[:3] == (net, regime, bias)), key=lambda k: (k[3] != "online", k[3]))
         online = groups.get((net, regime, bias, "online"))
         for key in protocols:
-            cells, same = [], online is not None and key[3] != "online"
+            cells, same, complete = [], True, online is not None
             for games in at:
                 xs = [x for x in (score_at(r.curves[tag], games) for r in groups[key]) if x is not None]
                 ref = [x for x in (score_at(r.curves[tag], games) for r in online or []) if x is not None]
+                if len(xs) < 2 or len(ref) < 2:
+                    complete = False
                 if not xs:
                     cells.append("")
-                    same = False
                     continue
                 text = f"{statistics.fmean(xs):.3f} ± {_sd(xs):.3f}"
+                if len(xs) < len(groups[key]):
+                    text += f" (n={len(xs)})"
                 if key[3] != "online" and len(xs) > 1 and len(ref) > 1:
                     diff, low, high = welch(xs, ref)
                     text += f" (Δ {diff:+.3f}, 95% [{low:+.3f}, {high:+.3f}])"
                     same = same and abs(diff) < tolerance and low <= 0 <= high
-                else:
-                    same = False
                 cells.append(text)
-            verdict = "reference" if key[3] == "online" else ("same" if same else "differs")
+            # a verdict needs 2 or more seeds of both at every point; a difference already seen stands
+            verdict = ("reference" if key[3] == "online" else "differs" if not same
+                       else "same" if complete else "incomplete")
             lines.append(f"| {net} | {REGIME_NAMES.get(regime, regime)} | {bias} | {key[3]} | {len(groups[key])} | "
                          + " | ".join(cells) + f" | {verdict} |")
     return "\n".join(lines) + "\n"

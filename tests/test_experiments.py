@@ -222,3 +222,6 @@ def test_fidelity_table_compares_each_batched_protocol_with_online_by_welch(tmp_
                         "(Δ +0.010, 95% [-0.217, +0.237]) | same |")
     assert lines[4].endswith("0.800 ± 0.100 (Δ +0.300, 95% [+0.073, +0.527]) | differs |")
     assert summarize.score_at(find_runs(tmp_path / "on0")[0].curves["eval/benchmark/score"], 30000) is None
+    # no point at 30,000 games: "same" so far is no verdict, a difference already seen stands
+    later = summarize.fidelity_table(find_runs(tmp_path), [20000, 30000]).splitlines()
+    assert later[3].endswith("| incomplete |") and later[4].endswith("| differs |")
