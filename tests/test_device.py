@@ -268,7 +268,8 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
 
 
 @pytest.mark.parametrize("rank", [{}, {"rank_moves": 4},
-                                  {"rank_moves": 4, "rank_forced": True, "rank_moves_wins": False, "rank_weight": 0.5}])
+                                  {"rank_moves": 4, "rank_forced": True, "rank_moves_wins": False, "rank_weight": 0.5},
+                                  {"rank_moves": 4, "rank_forced": True, "rank_head": True}])
 @pytest.mark.parametrize("device", TRAIN_DEVICES)
 def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, rank, tmp_path):
     agent = Config(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,

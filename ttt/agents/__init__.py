@@ -62,6 +62,9 @@ def load_player(path: str | Path, game: str | None = None):
     payload = load_checkpoint(path, game=game)
     if payload["kind"] not in AGENTS:
         raise CheckpointError(f"{path}: unknown checkpoint kind {payload['kind']!r}")
-    player = agent_module(payload["kind"]).player_from_checkpoint(payload)
+    try:
+        player = agent_module(payload["kind"]).player_from_checkpoint(payload)
+    except CheckpointError as e:  # the payload does not know its file
+        raise CheckpointError(f"{path}: {e}") from None
     player.name = checkpoint_label(path)
     return player

@@ -130,13 +130,19 @@ class ValueNet(nn.Module):
     """Afterstate value V(s') in [-1, 1] of boards seen from the player who just moved.
 
     ``first`` (a StructuredLayer or Linear) is linear in the board, then Tanh, then ``rest``, which
-    starts with a Linear (``build_value_net``).
+    starts with a Linear and ends with the value head, a Linear unit and its Tanh (``build_value_net``).
+
+    ``rank`` (optional, a Linear with one output): the rank head, a second output on the trunk (the
+    first layer and the hidden layers, what ``rest`` computes before the value head). Its output is a
+    score whose order alone counts (``rank_logit``): the rank pairs train it, so that they no longer
+    move the values. Without it ``rank_logit`` is the value head's ``logit``.
     """
 
-    def __init__(self, first: nn.Module, rest: nn.Sequential) -> None:
+    def __init__(self, first: nn.Module, rest: nn.Sequential, rank: nn.Linear | None = None) -> None:
         super().__init__()
         self.first = first
         self.rest = rest
+        self.rank = rank  # registered as a submodule only when given: the state_dict without it is unchanged
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) values."""
@@ -147,6 +153,17 @@ class ValueNet(nn.Module):
         if not isinstance(self.rest[-1], nn.Tanh):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
         return self.rest[:-1](torch.tanh(self.first(x))).squeeze(-1)
+
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, cells) boards -> (N, width): what both heads read, the units below the value head."""
+        return self.rest[:-2](torch.tanh(self.first(x)))
+
+    def rank_logit(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, cells) boards -> (N,) scores that order afterstates: the rank head's output, or without
+        one the value head's ``logit``."""
+        if self.rank is None:
+            return self.logit(x)
+        return self.rank(self.trunk(x)).squeeze(-1)
 
     def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """Values of every legal afterstate in one pass: (E, cells) boards from the mover's view and a
@@ -167,8 +184,36 @@ class ValueNet(nn.Module):
         out[e, a] = values
         return out
 
+    def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
+        the value head's values (``afterstate_values``) and the rank head's scores (``rank_logit``), the
+        trunk computed once; ``ranks`` is None without a rank head."""
+        if self.rank is None:
+            return self.afterstate_values(boards, legal), None
+        if isinstance(self.first, StructuredLayer) and len(self.rest) == 2:
+            # no hidden layer: the rank unit reads the line detectors, the same shortcut with its weights
+            ranks = self._structured_next(boards, self.rank).squeeze(-1)
+            return self._structured_afterstate_values(boards, legal), ranks.masked_fill(~legal, float("-inf"))
+        if isinstance(self.first, StructuredLayer):
+            h = self.rest[1:-2](self._structured_next(boards, self.rest[0]))  # (E, cells, width)
+            values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
+            return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
+        e, a = legal.nonzero(as_tuple=True)
+        h = self.rest[:-2](torch.tanh(self.first(boards)[e] + self.first.weight.t()[a]))
+        out = []
+        for head in (self.rest[-1](self.rest[-2](h)), self.rank(h)):
+            full = torch.full(legal.shape, float("-inf"), dtype=head.dtype, device=head.device)
+            full[e, a] = head.squeeze(-1)
+            out.append(full)
+        return out[0], out[1]
+
     def _structured_afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        first, nxt = self.first, self.rest[0]
+        values = self.rest[1:](self._structured_next(boards, self.rest[0])).squeeze(-1)
+        return values.masked_fill(~legal, float("-inf"))
+
+    def _structured_next(self, boards: torch.Tensor, nxt: nn.Linear) -> torch.Tensor:
+        """(E, cells, H): the Linear ``nxt`` after the line detectors, at every afterstate of ``boards``."""
+        first = self.first
         blocks = first.blocks()
         num_lines, k, d = blocks.shape
         e = boards.shape[0]
@@ -181,8 +226,7 @@ class ValueNet(nn.Module):
         delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, z.shape[1])
         z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
         z_after.index_add_(1, first.lines.reshape(-1), delta_z)
-        values = self.rest[1:](z_after).squeeze(-1)  # an empty Sequential passes its input through
-        return values.masked_fill(~legal, float("-inf"))
+        return z_after
 
 
 def _xavier_linear(n_in: int, n_out: int, bias: bool) -> nn.Linear:
@@ -235,14 +279,19 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     return first, layers, sizes[-1]
 
 
-def build_value_net(network_cfg, game) -> ValueNet:
+def build_value_net(network_cfg, game, rank_head: bool = False) -> ValueNet:
     """The value network a ``network`` config describes, for ``game``: (N, cells) -> (N,) in [-1, 1].
 
-    The body of ``build_body`` (Xavier initialisation), then one Tanh output unit.
+    The body of ``build_body`` (Xavier initialisation), then one Tanh output unit; with ``rank_head``
+    also a rank head, one Linear unit without bias on the same trunk (``ValueNet``), initialised after
+    everything else, so that the rest starts as the network without it does for the same seed.
     """
     first, layers, width = build_body(network_cfg, game)
-    out = _xavier_linear(width, 1, bool(network_cfg.get("bias", True)))
-    return ValueNet(first, nn.Sequential(*layers, out, nn.Tanh()))
+    bias = bool(network_cfg.get("bias", True))
+    out = _xavier_linear(width, 1, bias)
+    # the rank head needs no bias: its scores are only compared (rank_loss sees differences), so one would not learn
+    rank = _xavier_linear(width, 1, False) if rank_head else None
+    return ValueNet(first, nn.Sequential(*layers, out, nn.Tanh()), rank)
 
 
 def count_parameters(module: nn.Module) -> int:

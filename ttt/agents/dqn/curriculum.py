@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 
-from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
+from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.games import random_legal_actions
 
 # each game's opponent as a code (the trainer's per-game ``opponent`` array, the train/opponent scalar)
@@ -96,9 +96,10 @@ def opponent_moves(trainer, rows, chosen) -> None:
     for i in range(len(trainer.pool) if len(frozen) else 0):
         pick = frozen[trainer.pool_index[frozen] == i]
         if len(pick):
-            # a frozen copy picks its own best move: the argmax of its afterstate values, same rules
-            values = afterstate_values(trainer.pool[i], g, pick, trainer.rules, trainer.tactics(pick))
-            chosen[pick] = epsilon_greedy(values, trainer.settings.frozen_epsilon, rng, trainer.xp)
+            # a frozen copy picks its own best move: the argmax of its afterstate values (or its rank head's
+            # order), same rules
+            order = move_scores(trainer.pool[i], g, pick, trainer.rules, trainer.tactics(pick))[0]
+            chosen[pick] = epsilon_greedy(order, trainer.settings.frozen_epsilon, rng, trainer.xp)
 
 
 def log_scalars(run, trainer, episode: int, epsilon: float) -> str:

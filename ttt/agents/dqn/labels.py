@@ -7,7 +7,8 @@
   toward the network's value of the opponent's best reply (``reply_targets``).
 * Rank pairs (``rank_pairs``): two afterstates of one position whose order the rules know (a move that
   does not lose at once above one that does, a win above a non-win), trained by a hinge on the logits
-  (``rank_loss``) at ``rank_weight`` beside the TD loss (``rank_labels``).
+  (``rank_loss``) at ``rank_weight`` beside the TD loss (``rank_labels``); with ``rank_head`` on the
+  rank head's scores, not on the value.
 
 ``random_position_labels`` draws both from the trainer's games of random play: they reach positions
 with several open threats at once, which the learner's own games rarely do.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch.nn.functional as F
 
-from ttt.agents.dqn.moves import afterstate_values
+from ttt.agents.dqn.moves import afterstate_values, move_scores
 from ttt.agents.dqn.settings import training_rules
 from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
@@ -108,9 +109,11 @@ def _afterstates(views, rows, cells):
 def rank_loss(net: ValueNet, higher, lower, above=None):
     """Mean hinge loss ``max(0, RANK_MARGIN - (z(higher) - z(lower)))`` on the logits z of the value
     (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not. With ``above``
-    (``rank_pairs``), lower board i is paired with ``higher[above[i]]``."""
-    z = net.logit(higher)
-    return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.logit(lower))).mean()
+    (``rank_pairs``), lower board i is paired with ``higher[above[i]]``. With a rank head
+    (``agent.rank_head``) z is that head's score (``ValueNet.rank_logit``), and the value head is not
+    trained by the hinge."""
+    z = net.rank_logit(higher)
+    return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.rank_logit(lower))).mean()
 
 
 def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng) -> tuple[Targets, tuple | None]:
@@ -137,7 +140,8 @@ def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng) ->
                 ranked = ranked | (hi2.any(1) & lo2.any(1))
             ranked = xp.flatnonzero(ranked)
             values = xp.full(tuple(legal.shape), float("-inf"), "float32")
-            values[ranked] = xp.from_tensor(afterstate_values(net, games, ranked, NO_RULES))
+            # the order the hinge trains: the rank head's scores, with one
+            values[ranked] = xp.from_tensor(move_scores(net, games, ranked, NO_RULES)[0])
         pairs = rank_pairs(views, legal, t, settings.rank_labels, rng, values, settings.rank_moves,
                            settings.rank_forced, settings.rank_moves_wins)
     games.play(random_legal_actions(legal, rng), check=False)
@@ -179,7 +183,8 @@ def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, g
 
 def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.ndarray:
     """Targets for afterstates ``after`` (N, cells; mover's view, +1 the mover, none of them terminal)
-    from a search of the opponent's replies, valued by ``net`` with ``rules`` (exact wins, ...).
+    from a search of the opponent's replies, valued by ``net`` with ``rules`` (exact wins, ...); the
+    value head's values (a target is a value), the rank head's order plays no part.
 
     The opponent takes its best reply, worth v to it. By the TD(0) rule's values (a win on the
     opponent's next move -1, undiscounted; a win of the mover on its next move gamma) the afterstate is

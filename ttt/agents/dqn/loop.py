@@ -8,10 +8,10 @@ from dataclasses import asdict, replace
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents.dqn.curriculum import log_scalars
-from ttt.agents.dqn.player import DQNPlayer
+from ttt.agents.dqn.player import DQNPlayer, heads_entry
 from ttt.agents.dqn.settings import Config, epsilon_at
 from ttt.agents.dqn.trainer import Trainer
-from ttt.checkpoint import save_checkpoint
+from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
 from ttt.games import Game
@@ -31,7 +31,10 @@ def train(cfg: DictConfig, run) -> dict:
     trainer = Trainer(run.game, cfg.network, cfg.agent, int(cfg.num_envs), rng, device=run.device)
     settings = trainer.settings
     if run.resumed is not None:
-        trainer.load_state_dict(run.resumed["trainer"])
+        try:
+            trainer.load_state_dict(run.resumed["trainer"])
+        except CheckpointError as e:  # e.g. agent.rank_head set on a checkpoint trained without one
+            raise CheckpointError(f"resume=true: {run.folder.resume_path}: {e}") from None
     path = run.checkpoint_path()
     network = OmegaConf.to_container(cfg.network, resolve=True)
 
@@ -48,7 +51,7 @@ def train(cfg: DictConfig, run) -> dict:
 
     def save(done: int) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": network, "rules": asdict(play_rules),
+                               "network": network, "rules": asdict(play_rules), **heads_entry(trainer.net),
                                "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
                                "trainer": trainer.state_dict()})
 

@@ -1,11 +1,14 @@
 """Move selection by afterstate values: one forward pass over every legal afterstate of a batch of
 games, the rules' exact values in place of the estimates they know (``ttt.games.exact.Rules``), and
-epsilon-greedy choice. The trainer, its frozen opponents and the trained player all choose this way."""
+epsilon-greedy choice. The trainer, its frozen opponents and the trained player all choose this way.
+A network with a rank head (``agent.rank_head``) moves by that head's order where the rules are silent
+(``move_scores``); its values are still the value head's."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ttt.device import module_device
 from ttt.games import BatchedGames, random_legal_actions
@@ -24,7 +27,23 @@ def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rule
 
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
     ``rules`` replace the estimates of the afterstates the rules value exactly; ``tactics``
-    (``move_tactics`` of these rows) is computed when needed and not given.
+    (``move_tactics`` of these rows) is computed when needed and not given. The values are the value
+    head's; move selection takes its order from ``move_scores``.
+    """
+    return move_scores(net, games, rows, rules, tactics)[1]
+
+
+@torch.inference_mode()
+def move_scores(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
+                tactics: MoveTactics | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(order, values)`` of every legal afterstate of the games ``rows``, each (len(rows), cells),
+    -inf where illegal: move selection takes the argmax of ``order``; ``values`` are the value head's
+    with the rules' exact values in place (``afterstate_values``), what the TD(0) targets bootstrap from.
+
+    Without a rank head ``order`` is ``values``. With one (``ValueNet.rank``) the rules still decide
+    what they know and the rank head orders the rest: an afterstate the rules value exactly above 0 (a
+    win, a fork, a threat chain) ranks above every other, by its value; one below 0 (a loss, an
+    opponent's fork) below every other; the rest by the rank head's score.
     """
     xp = games.xp
     board, to_play, legal = games.board[rows], games.to_play[rows], games.legal_mask()[rows]
@@ -34,18 +53,27 @@ def afterstate_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rule
     def tensor(x):  # the games' arrays as tensors where the network is
         return xp.to_tensor(x).to(device)
 
-    values = net.afterstate_values(tensor(xp.astype(views, "float32")), tensor(legal))
+    values, ranks = net.afterstate_scores(tensor(xp.astype(views, "float32")), tensor(legal))
+    exact = torch.full_like(values, float("nan"))  # the rules' values where they know them, else NaN
     if rules.needs_tactics():
         t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
         if rules.forks or rules.threats > 0:
-            exact, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells,
-                                       threats=rules.threats)
-            values = torch.where(tensor(known), tensor(exact), values)
+            rule, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells,
+                                      threats=rules.threats)
+            exact = torch.where(tensor(known), tensor(rule), exact)
         if rules.losses:
-            values.masked_fill_(tensor(t.loss), -1.0)
+            exact.masked_fill_(tensor(t.loss), -1.0)
     if rules.wins:
-        values.masked_fill_(tensor(completing_moves(board, to_play, legal, games.game)), 1.0)
-    return values.to(games.device or "cpu")
+        exact.masked_fill_(tensor(completing_moves(board, to_play, legal, games.game)), 1.0)
+    known = ~exact.isnan()
+    values = torch.where(known, exact, values)
+    if ranks is None:
+        order = values
+    else:  # exact values beyond +-2, the rank head's scores squashed into (-1, 1) between them
+        order = torch.where(known, exact + 2 * exact.sign(), F.softsign(ranks)).masked_fill(ranks == float("-inf"),
+                                                                                             float("-inf"))
+    device = games.device or "cpu"
+    return order.to(device), values.to(device)
 
 
 def epsilon_greedy(values: torch.Tensor, epsilon: float, rng, xp=NUMPY):

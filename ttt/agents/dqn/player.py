@@ -9,10 +9,10 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from ttt.agents.dqn.moves import afterstate_values
+from ttt.agents.dqn.moves import afterstate_values, move_scores
 from ttt.agents.dqn.settings import Config
 from ttt.agents.dqn.trainer import Trainer
-from ttt.checkpoint import save_checkpoint
+from ttt.checkpoint import load_weights, save_checkpoint
 from ttt.device import array_device, module_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.games.arrays import arrays_for
@@ -43,16 +43,18 @@ class DQNPlayer(BatchPlayer):
         return DQNPlayer(self.game, self.net, self.network, NO_RULES)
 
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
-        """Afterstate values of the games ``rows`` as this player ranks them (its rules applied)."""
+        """Afterstate values of the games ``rows`` (its rules applied): the value head's, also with a
+        rank head, whose order the player moves by (``act_batch``)."""
         return afterstate_values(self.net, games, rows, self.rules)
 
     def act_batch(self, games: BatchedGames, rng=None):
-        """Greedy moves of numpy games, or of games on a device (wherever the network is)."""
+        """Greedy moves of numpy games, or of games on a device (wherever the network is): the argmax of
+        the values, or with a rank head of its order where the rules are silent (``move_scores``)."""
         xp = games.xp
         actions = xp.full(len(games), -1, "int64")
         live = xp.flatnonzero(~games.done)
         if len(live):
-            actions[live] = xp.from_tensor(self.values(games, live)).argmax(1)
+            actions[live] = xp.from_tensor(move_scores(self.net, games, live, self.rules)[0]).argmax(1)
         return actions
 
     def learn_from_game(self, states: list[State]) -> bool:
@@ -75,14 +77,23 @@ class DQNPlayer(BatchPlayer):
 
     def save(self, path) -> None:
         save_checkpoint(path, {"kind": "dqn", "game": self.game.name, "network": self.network,
-                               "rules": asdict(self.rules), "weights": self.net.state_dict()})
+                               "rules": asdict(self.rules), **heads_entry(self.net), "weights": self.net.state_dict()})
+
+
+def heads_entry(net: ValueNet) -> dict:
+    """What a checkpoint says of the network's heads: ``{"rank_head": True}`` with a rank head, else
+    nothing (the checkpoints written before the rank head existed)."""
+    return {"rank_head": True} if net.rank is not None else {}
 
 
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
-    """The greedy player of a ``dqn`` checkpoint (one without ``rules``: exact wins, as its ``exact_wins`` says)."""
+    """The greedy player of a ``dqn`` checkpoint (one without ``rules``: exact wins, as its ``exact_wins`` says).
+
+    Weights that do not fit the network the checkpoint describes (a rank head it does not record, or
+    one missing) are a one-line CheckpointError."""
     game = make_game(payload["game"])
-    net = build_value_net(OmegaConf.create(payload["network"]), game)
-    net.load_state_dict(payload["weights"])
+    net = build_value_net(OmegaConf.create(payload["network"]), game, rank_head=bool(payload.get("rank_head", False)))
+    load_weights(net, payload["weights"])
     net.eval()
     rules = Rules(**payload["rules"]) if "rules" in payload else Rules(wins=bool(payload.get("exact_wins", True)))
     return DQNPlayer(game, net, payload["network"], rules)

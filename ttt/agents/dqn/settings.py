@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttt.agents.dqn.curriculum import OPPONENTS
-from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, check_choice, check_ranges
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, ConfigError, check_choice, check_ranges
 from ttt.games.exact import Rules
 
 
@@ -47,6 +47,8 @@ class Config:
     rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
     rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
     # exactly one move does not lose (a forced block), whose higher move is then the best move
+    rank_head: bool = False  # with rank_labels: the rank pairs train a second output on the network's trunk,
+    # not the value; moves are chosen by its order where the rules are silent, targets and values stay the value's
     rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
     # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
@@ -67,6 +69,9 @@ class Config:
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE})
+        if self.rank_head and not self.rank_labels:
+            raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
+                              "set agent.rank_labels > 0 too")
 
 
 def training_rules(settings: Config) -> Rules:

@@ -23,10 +23,10 @@ import torch
 from ttt.agents.dqn import curriculum
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets
-from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
+from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
 from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, td0_targets, td_loss
-from ttt.checkpoint import CheckpointError
+from ttt.checkpoint import CheckpointError, load_weights
 from ttt.config import agent_settings
 from ttt.device import array_device, torch_device
 from ttt.games import BatchedGames, Game
@@ -46,7 +46,8 @@ def make_optimizer(settings: Config, net: torch.nn.Module) -> torch.optim.Optimi
     """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
     set (> 0)."""
     if settings.first_lr > 0:
-        params = [{"params": net.first.parameters(), "lr": settings.first_lr}, {"params": net.rest.parameters()}]
+        rest = [p for name, p in net.named_parameters() if not name.startswith("first.")]  # rest., then rank.
+        params = [{"params": net.first.parameters(), "lr": settings.first_lr}, {"params": rest}]
     else:
         params = net.parameters()
     if settings.optimizer == "sgd":
@@ -140,7 +141,9 @@ class Trainer:
         self.rules = training_rules(settings) if rules is None else rules
         self.device = device
         self.xp = xp = arrays_for(array_device(device))
-        self.net = (build_value_net(network_cfg, game) if net is None else net).to(torch_device(device))
+        if net is None:
+            net = build_value_net(network_cfg, game, rank_head=settings.rank_head)
+        self.net = net.to(torch_device(device))
         self.optimizer = make_optimizer(settings, self.net)
         self.pool: list[ValueNet] = []  # frozen copies, oldest first
         self.frozen_taken_at = -1
@@ -199,12 +202,13 @@ class Trainer:
         lrn = xp.flatnonzero(self.learner_mask())
         chosen = xp.full(len(g), -1, "int64")
         tactics = self.tactics(lrn)
-        values = afterstate_values(self.net, g, lrn, self.rules, tactics) if len(lrn) else None
+        # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
+        order, values = move_scores(self.net, g, lrn, self.rules, tactics) if len(lrn) else (None, None)
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
             if len(lrn):
-                chosen[lrn] = epsilon_greedy(values, epsilon_at(settings, self.episodes), rng, xp)
+                chosen[lrn] = epsilon_greedy(order, epsilon_at(settings, self.episodes), rng, xp)
             curriculum.opponent_moves(self, xp.flatnonzero(~self.learner_mask()), chosen)
         new_value = bootstrap_values(values, chosen[lrn], xp)
         # the learners' boards before the move and their new afterstates, from the mover's view
@@ -308,12 +312,12 @@ class Trainer:
         }
 
     def load_state_dict(self, s: dict) -> None:
-        self.net.load_state_dict(s["weights"])
+        load_weights(self.net, s["weights"])
         self.optimizer.load_state_dict(s["optimizer"])
         self.pool = []
         for weights in s["pool"]:
             frozen = copy.deepcopy(self.net).requires_grad_(False)
-            frozen.load_state_dict(weights)
+            load_weights(frozen, weights)
             self.pool.append(frozen)
         self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
         self.episodes, self.steps = s["episodes"], s["steps"]
