@@ -139,10 +139,10 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     return path
 
 
-def load_weights(module, weights: dict[str, Any], source: str | os.PathLike | None = None) -> None:
+def load_weights(module, weights: dict[str, Any]) -> None:
     """``module.load_state_dict(weights)``, strict. Weights that do not fit the module (an entry
     missing or left over, as a network with or without a rank head gives, or another shape) are a
-    one-line CheckpointError naming ``source`` (the file, when the caller knows it)."""
+    one-line CheckpointError saying which; the caller, who knows the file, puts its name in front."""
     own = module.state_dict()
     missing = sorted(set(own) - set(weights))
     extra = sorted(set(weights) - set(own))
@@ -150,8 +150,7 @@ def load_weights(module, weights: dict[str, Any], source: str | os.PathLike | No
     if missing or extra or shapes:
         parts = [f"{what}: {', '.join(keys)}" for what, keys in
                  (("missing", missing), ("not in this network", extra), ("another shape", shapes)) if keys]
-        where = f"{source}: " if source is not None else ""
-        raise CheckpointError(f"{where}its weights do not fit the network ({'; '.join(parts)})")
+        raise CheckpointError(f"its weights do not fit the network ({'; '.join(parts)})")
     module.load_state_dict(weights)
 
 
