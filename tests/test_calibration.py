@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import ttt.calibration as cal
+import ttt.value_quality as value_quality
 from ttt.agents.dqn import DQNPlayer, Rules
 from ttt.games import BatchedGames, make_game, random_legal_actions
 from ttt.nets.structured import build_value_net
@@ -153,7 +154,7 @@ def test_4x4_afterstates_are_sampled_reachable_and_live():
     game = make_game("4x4")
     boards, sampled = cal.exact_afterstates(game, 500, np.random.default_rng(1))
     assert sampled and boards.shape == (500, 16)
-    assert cal._is_live_afterstate(boards, game).all()
+    assert value_quality._is_live_afterstate(boards, game).all()
     counts = (boards == 1).sum(1) - (boards == -1).sum(1)
     assert set(counts.tolist()) <= {0, 1}
     cal.exact_outcomes(game, boards)  # raises if a board is not reachable

@@ -11,8 +11,10 @@ title holds what they share.
 Arguments (``key=value`` after ``DIR``):
 
 ``figure=curves``    (default) one panel per tag of ``tags``, one line per setting
-``figure=openings``  the values of the opening moves (``train/opening_value/cell_<c>``, logged by
-                     ``td_afterstate``; 3x3: centre, corner, edge), one panel per setting
+``figure=openings``  the values of the opening moves, one panel per setting: tabular afterstate TD's
+                     ``train/opening_value/cell_<c>`` (every log point), or a network's
+                     ``eval/values/opening/cell_<c>`` (every evaluation; ``ttt.value_quality``);
+                     3x3: centre, corner, edge
 ``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
                      per setting and opponent
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
@@ -35,7 +37,8 @@ from ttt.curves import Band, RunLog, eval_tag, find_runs, group_runs, mean_band,
 
 FIGURES = ("curves", "openings", "outcomes")
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": ""}
-OPENING_TAG = re.compile(r"^train/opening_value/cell_(\d+)$")
+# tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
+OPENING_TAG = re.compile(r"^(?:train/opening_value|eval/values/opening)/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
 
 
@@ -171,7 +174,7 @@ def plot_openings(groups: dict[str, list[RunLog]], output: Path) -> Path:
     groups = {k: v for k, v in groups.items() if any(OPENING_TAG.match(t) for r in v for t in r.curves)}
     if not groups:
         raise PlotError("no run logs train/opening_value/cell_<c> (logged by tabular afterstate TD, "
-                        "e.g. +experiment=td_33_boltzmann)")
+                        "e.g. +experiment=td_33_boltzmann) or eval/values/opening/cell_<c> (the dqn learner)")
     common, labels = short_labels(list(groups))
     fig, axes = _figure(len(groups))
     for ax, label, runs in zip(axes, labels, groups.values(), strict=True):

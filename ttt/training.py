@@ -43,6 +43,9 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
+``eval/values/...``                      the network alone's opening values, and on 3x3 and 4x4 its
+                                         sign agreement and error against exact values (learners
+                                         with networks; ``ttt.value_quality.ValueTags``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
@@ -88,6 +91,7 @@ from ttt.run_dir import (
 )
 from ttt.specs import load_agents
 from ttt.suites import tactics_rates
+from ttt.value_quality import ValueTags
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
@@ -111,6 +115,7 @@ class Run:
         self._log_file = None
         self._handlers: dict[int, Any] = {}
         self.writer = None
+        self._value_tags: ValueTags | None = None  # built at the first evaluation of a player with values
         self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
         self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
         self.resume_dir = self.dir  # the run_dir of the command that resumes (a group's, for runs side by side)
@@ -361,6 +366,11 @@ class Run:
         if self.cfg.eval_tactics:
             for suite, rate in tactics_rates(player, self.game).items():
                 self.log(f"{group}/tactics/{suite}", rate, episode)
+        if ValueTags.applies(player):
+            self._value_tags = self._value_tags or ValueTags(self.game)  # one fixed sample, every seed alike
+            alone = player.without_rules() if callable(getattr(player, "without_rules", None)) else player
+            for key, value in self._value_tags.measures(alone).items():
+                self.log(f"{group}/values/{key}", value, episode)
         self.last_eval = results
         self.writer.flush()
         return results

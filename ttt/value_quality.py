@@ -1,0 +1,263 @@
+"""Value quality, the measures themselves: a player's values of afterstates, their sign classes,
+the exact values they are compared with (3x3 and 4x4, ``ttt.games.solved``) and the opening values.
+``python -m ttt.calibration`` reports them with the outcomes of the player's own games
+(docs/calibration.md); ``ValueTags`` logs the cheap ones at every evaluation of a training run.
+
+An afterstate is the board right after a move; its value is seen from the player who just moved (+1 a
+win for that player, -1 a loss, 0 a draw). Its *sign class*: win above ``WIN_THRESHOLD`` = 1/3, loss
+below -1/3, else draw.
+
+Tags of ``ValueTags`` (``<group>/values/...``, ``group`` ``eval`` or ``eval_final``), for a player
+that values a batch of moves at once (the dqn player; the network alone, without its rules):
+
+=======================================  =====================================================
+``eval/values/opening_median``           median of the values of every legal first move
+``eval/values/opening_min``, ``_max``    their lowest and highest
+``eval/values/opening/cell_<c>``         mean value of the first moves of the symmetry class
+                                         of cell ``c`` (its smallest cell; 3x3: 0 corner, 1 edge,
+                                         4 centre), ``ttt.plot figure=openings`` draws them
+``eval/values/sign_agreement``           share of a fixed sample of non-terminal afterstates
+                                         whose sign class is the exact outcome (3x3, 4x4 only)
+``eval/values/mae``                      their mean absolute error against the exact outcome
+``eval/values/agreement_<class>``        the sign agreement within an exact class (win, draw, loss)
+=======================================  =====================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ttt.games import BatchedGames, Game, opening_name
+from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
+from ttt.players import Player
+
+WIN_THRESHOLD = 1.0 / 3.0  # a value above this is in the win class, below its negative the loss class
+CLASSES = {"win": 1, "draw": 0, "loss": -1}
+CHUNK = 2048  # positions valued in one call (bounds memory on Qubic: 2048 x 64 afterstates)
+
+
+# ------------------------------------------------------------------------------ valuing afterstates
+def move_values(player: Player, games: BatchedGames, rows: np.ndarray) -> np.ndarray:
+    """(len(rows), cells) float64: ``player``'s value of every legal move of the games ``rows`` from the
+    mover's view, NaN where a move is illegal.
+
+    A player with batched ``values(games, rows)`` (the dqn player: one forward pass) is asked once per
+    chunk; any other through ``action_values(state)``, one position at a time. A player that values
+    no moves raises ValueError."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.full((len(rows), games.game.num_cells), np.nan)
+    if callable(getattr(player, "values", None)):
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start:start + CHUNK]
+            v = player.values(games, part).detach().cpu().double().numpy()
+            out[start:start + CHUNK] = np.where(np.isfinite(v), v, np.nan)
+        return out
+    for i, row in enumerate(rows.tolist()):
+        values = player.action_values(games.state(row))
+        if values is None:
+            raise ValueError(f"player {getattr(player, 'name', player)!r} gives no values of its moves; "
+                             "calibration needs one that does (a dqn or tabular checkpoint, perfect, alphabeta, mcts)")
+        for cell, value in values.items():
+            out[i, cell] = value
+    return out
+
+
+def movers(boards: np.ndarray) -> np.ndarray:
+    """(N,) int8: the player who made the last move of each board (+1 first, -1 second), by the piece counts."""
+    boards = np.asarray(boards)
+    return np.where((boards == 1).sum(1) > (boards == -1).sum(1), 1, -1).astype(np.int8)
+
+
+def afterstate_values(player: Player, game: Game, boards: np.ndarray) -> np.ndarray:
+    """(N,) ``player``'s values of the afterstates ``boards`` (N, cells; +1 first player, -1 second,
+    none terminal, at least one piece), each from the view of the player who just moved.
+
+    Each is asked as a move: from the board without one of the mover's pieces (the highest cell with
+    nothing above it, so a legal move under gravity too), the move that puts it back."""
+    boards = np.asarray(boards, dtype=np.int8)
+    n = len(boards)
+    if n == 0:
+        return np.zeros(0)
+    mover = movers(boards)
+    above = game.above
+    free_above = np.where(above >= 0, boards[:, np.maximum(above, 0)] == 0, True)
+    removable = (boards == mover[:, None]) & free_above
+    if not removable.any(1).all():
+        raise ValueError("an afterstate has no piece of the player who just moved that could have been played last")
+    cell = (removable * np.arange(1, game.num_cells + 1)).argmax(1)
+    games = BatchedGames(game, n)
+    games.board[:] = boards
+    games.board[np.arange(n), cell] = 0
+    games.to_play[:] = mover
+    games.num_moves[:] = (games.board != 0).sum(1)
+    values = move_values(player, games, np.arange(n))
+    return values[np.arange(n), cell]
+
+
+def sign_class(values: np.ndarray) -> np.ndarray:
+    """(N,) int8: +1 (win) above ``WIN_THRESHOLD``, -1 (loss) below its negative, else 0 (draw)."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(values > WIN_THRESHOLD, 1, np.where(values < -WIN_THRESHOLD, -1, 0)).astype(np.int8)
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rank correlation of ``a`` and ``b`` (ties: mean ranks); None when either is constant."""
+    ra, rb = _ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = np.sqrt((ra * ra).sum() * (rb * rb).sum())
+    return None if denom == 0 else float((ra * rb).sum() / denom)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return (sums / counts)[inverse]  # each tie group gets its mean rank
+
+
+# ------------------------------------------------------------------------------ against exact values
+def has_exact_values(game: Game) -> bool:
+    """Whether ``ttt.games.solved`` gives exact values of ``game`` (3x3, 4x4)."""
+    return game.num_cells <= SOLVABLE_CELLS and not game.gravity
+
+
+def _digits_to_boards(keys: np.ndarray, cells: int) -> np.ndarray:
+    digits = (keys[:, None] // 3 ** np.arange(cells, dtype=np.int64)) % 3
+    return np.where(digits == 1, 1, np.where(digits == 2, -1, 0)).astype(np.int8)
+
+
+def _is_live_afterstate(boards: np.ndarray, game: Game) -> np.ndarray:
+    """(N,) bool: at least one piece, no completed line, and an empty cell left."""
+    sums = boards.astype(np.int64) @ game.incidence.astype(np.int64)
+    won = (np.abs(sums) == game.line_length).any(1)
+    pieces = (boards != 0).sum(1)
+    return (pieces > 0) & (pieces < game.num_cells) & ~won
+
+
+def afterstate_classes(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The symmetry classes of the reachable afterstates of ``game`` that are not terminal:
+    ``(boards, orbits)``, one canonical board (N, cells) per class and how many distinct positions
+    the class holds. ``orbits.sum()`` is the number of such positions (3x3: 4,519)."""
+    table = solved_table(game)
+    boards = _digits_to_boards(table.keys, game.num_cells)
+    boards = boards[_is_live_afterstate(boards, game)]
+    weights = image_weights(game)
+    orbits = np.empty(len(boards), dtype=np.int64)
+    for start in range(0, len(boards), 65536):
+        hashes = np.sort((boards[start:start + 65536].astype(np.int64) % 3) @ weights, axis=1)
+        orbits[start:start + 65536] = (np.diff(hashes, axis=1) != 0).sum(1) + 1
+    return boards, orbits
+
+
+def exact_afterstates(game: Game, positions: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """``(boards, sampled)``: every reachable afterstate of ``game`` that is not terminal when there
+    are at most ``positions`` of them (``sampled`` False), else ``positions`` drawn uniformly among
+    them, with replacement: a class with probability proportional to its size, then one of its images
+    under a symmetry drawn uniformly (every position of a class is as many symmetries' image)."""
+    boards, orbits = afterstate_classes(game)
+    sym = game.symmetries
+    if int(orbits.sum()) <= positions:
+        images = boards[:, sym]  # (N, G, cells); image g puts cell sym[g, i] at i
+        flat = images.reshape(-1, game.num_cells)
+        return np.unique(flat, axis=0), False
+    picks = rng.choice(len(boards), size=positions, p=orbits / orbits.sum())
+    g = rng.integers(len(sym), size=positions)
+    return boards[picks[:, None], sym[g]], True
+
+
+def exact_outcomes(game: Game, boards: np.ndarray) -> np.ndarray:
+    """(N,) the outcome under best play of each afterstate, +1 / 0 / -1 for the player who just moved."""
+    table = solved_table(game)
+    keys = ((np.asarray(boards, dtype=np.int64) % 3) @ image_weights(game)).min(axis=1)  # canonical keys
+    idx = np.searchsorted(table.keys, keys).clip(0, len(table.keys) - 1)
+    if not np.array_equal(table.keys[idx], keys):
+        raise ValueError(f"{game.name}: an afterstate is not reachable from the empty board")
+    return (np.sign(table.values[idx]).astype(np.int64) * movers(boards)).astype(np.int8)
+
+
+def exact_measures(values: np.ndarray, exact: np.ndarray) -> dict[str, Any]:
+    """Sign agreement (overall and per exact class), mean absolute error and Spearman's rank
+    correlation of ``values`` against the exact outcomes ``exact`` (+1, 0, -1)."""
+    values, exact = np.asarray(values, dtype=np.float64), np.asarray(exact)
+    right = sign_class(values) == exact
+    classes = {}
+    for name, c in CLASSES.items():
+        mask = exact == c
+        classes[name] = {"positions": int(mask.sum()),
+                         "agreement": float(right[mask].mean()) if mask.any() else None,
+                         "mean_value": float(values[mask].mean()) if mask.any() else None}
+    return {"positions": len(values), "sign_agreement": float(right.mean()),
+            "mae": float(np.abs(values - exact).mean()), "spearman": spearman(values, exact), "classes": classes}
+
+
+# ------------------------------------------------------------------------------ opening values
+def cell_orbits(game: Game) -> list[list[int]]:
+    """The cells grouped by the board's symmetries (each orbit sorted, orbits by their smallest cell)."""
+    seen, orbits = set(), []
+    for cell in range(game.num_cells):
+        if cell not in seen:
+            orbit = sorted({int(c) for c in game.symmetries[:, cell]})
+            seen.update(orbit)
+            orbits.append(orbit)
+    return orbits
+
+
+def opening_values(player: Player, game: Game) -> dict[str, Any]:
+    """The value of each first move, grouped by orbit (``cell_orbits``; gravity: the legal ones), with
+    the exact outcome of each class where the board has exact values."""
+
+    games = BatchedGames(game, 1)
+    values = move_values(player, games, np.array([0]))[0]
+    exact = solved_table(game).move_values(game.initial_state()) if has_exact_values(game) else None
+    classes = []
+    for orbit in cell_orbits(game):
+        legal = [c for c in orbit if np.isfinite(values[c])]
+        if not legal:
+            continue
+        v = [float(values[c]) for c in legal]
+        names = dict.fromkeys(opening_name(game, c) for c in orbit)  # Qubic's symmetries join corners and centres
+        classes.append({"name": " / ".join(names), "cells": legal, "values": v, "mean": float(np.mean(v)),
+                        "exact": None if exact is None else int(np.sign(exact[legal[0]]))})
+    every = values[np.isfinite(values)]
+    return {"median": float(np.median(every)), "min": float(every.min()), "max": float(every.max()),
+            "classes": classes}
+
+
+# ------------------------------------------------------------------------------ during training
+TAG_POSITIONS = 5000  # the fixed sample of exact afterstates: all of 3x3's 4,519, 5,000 of 4x4's millions
+
+
+class ValueTags:
+    """The value measures of one board logged at each evaluation of a training run: the opening values,
+    and on boards with exact values the sign agreement and mean absolute error over a fixed sample of
+    non-terminal afterstates (``positions`` of them, drawn once with ``seed``; all when there are
+    fewer), their exact outcomes computed once. A measure is one batched valuation of the sample."""
+
+    def __init__(self, game: Game, positions: int = TAG_POSITIONS, seed: int = 0) -> None:
+        self.game = game
+        self.boards = self.exact = None
+        if has_exact_values(game):
+            self.boards, _ = exact_afterstates(game, positions, np.random.default_rng(seed))
+            self.exact = exact_outcomes(game, self.boards)
+
+    @staticmethod
+    def applies(player: Player) -> bool:
+        """Whether ``player`` values a batch of moves in one call (``values``), as the networks do."""
+        return callable(getattr(player, "values", None))
+
+    def measures(self, player: Player) -> dict[str, float]:
+        """``{tag below <group>/values/: value}`` of ``player`` (its values as given: pass the network
+        alone, ``without_rules()``, to measure the network)."""
+        openings = opening_values(player, self.game)
+        out = {f"opening_{k}": openings[k] for k in ("median", "min", "max")}
+        out.update({f"opening/cell_{c['cells'][0]}": c["mean"] for c in openings["classes"]})
+        if self.boards is not None:
+            m = exact_measures(afterstate_values(player, self.game, self.boards), self.exact)
+            out["sign_agreement"], out["mae"] = m["sign_agreement"], m["mae"]
+            out.update({f"agreement_{name}": c["agreement"] for name, c in m["classes"].items()
+                        if c["agreement"] is not None})
+        return out
