@@ -791,3 +791,39 @@ def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compo
     curves = read_run(tmp_path / "run" / "tb").curves
     assert curves["eval/random/score"].steps.tolist() == ([4, 8] if final_group == "eval" else [4])
     assert curves[f"{final_group}/random/score"].steps.tolist()[-1] == 8
+
+
+def test_greedy_bootstrap_takes_the_best_moves_value_not_the_played_ones():
+    from ttt.agents.dqn.moves import afterstate_values
+
+    targets = {}
+    for greedy in (False, True):
+        t = make_trainer(opponent="self_play", opponent_after="self_play", greedy_bootstrap=greedy)
+        t.step(np.array([0]))  # X corner
+        t.step(np.array([4]))  # O centre
+        values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
+        worst = int(np.where(np.isfinite(values), values, np.inf).argmin())
+        batch = t.step(np.array([worst]))  # X plays its worst move
+        (i,) = np.flatnonzero((batch.obs == np.eye(9, dtype=np.float32)[0]).all(1))  # X's first afterstate
+        targets[greedy] = (batch.targets[i], values)
+    (played, values), (greedy, _) = targets[False], targets[True]
+    assert played == pytest.approx(GAMMA * np.nanmin(np.where(np.isfinite(values), values, np.nan)))
+    assert greedy == pytest.approx(GAMMA * values.max()) and greedy > played
+
+
+def test_search_backup_trains_every_unvalued_afterstate_toward_the_opponents_best_reply():
+    from ttt.agents.dqn.labels import reply_targets
+
+    t = make_trainer(opponent="self_play", opponent_after="self_play", search_backup=True, exact_losses=True)
+    plain = make_trainer(opponent="self_play", opponent_after="self_play", exact_losses=True)
+    for cell in (0, 4):  # X corner, O centre
+        t.step(np.array([cell]))
+        plain.step(np.array([cell]))
+    # X to move with 7 empty cells: no win, no immediate loss, so every one of them is searched
+    views = (t.games.board[0] * t.games.to_play[0]).astype(np.float32)
+    batch, base = t.step(np.array([8])), plain.step(np.array([8]))
+    extra = batch.obs[len(base.obs):]
+    assert len(extra) == 7 and set(np.flatnonzero((extra - views != 0).any(0)).tolist()) == {1, 2, 3, 5, 6, 7, 8}
+    np.testing.assert_array_equal(batch.obs[:len(base.obs)], base.obs)
+    np.testing.assert_allclose(batch.targets[len(base.obs):], reply_targets(t.net, extra, t.game, GAMMA, t.rules),
+                               rtol=1e-6)

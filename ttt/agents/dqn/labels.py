@@ -25,7 +25,7 @@ from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.arrays import arrays_of
 from ttt.games.exact import NO_RULES, rule_values
-from ttt.games.threats import MoveTactics, move_tactics
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics
 from ttt.nets.structured import ValueNet
 
 RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
@@ -179,6 +179,24 @@ def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, g
         after = _afterstates(views, e, cell)
         labels = Targets.concat([labels, Targets(after, reply_targets(net, after, game, gamma, rules), e)])
     return labels
+
+
+def search_backup_targets(rows, views, legal, tactics: MoveTactics | None, net: ValueNet, game: Game,
+                          gamma: float, rules) -> Targets:
+    """Every legal afterstate of the positions ``views`` (mover's view; games ``rows``, ``legal`` their
+    legal moves) that the rules do not value exactly (without ``tactics``: that does not complete a
+    line), trained toward the network's value of the opponent's best reply (``reply_targets``): a
+    depth-2 minimax backup of the positions visited, as TreeStrap (Veness et al. 2009) updates every
+    node of a search. The epsilon-greedy TD(0) target learns the value of exploring play; this one
+    the value of the network's own greedy play, which is what the exact values are."""
+    xp = arrays_of(views)
+    if tactics is not None:
+        rest = legal & ~(tactics.win | tactics.loss | tactics.fork)
+    else:
+        rest = legal & ~completing_moves(xp.astype(views, "int8"), xp.ones(len(views), "int8"), legal, game)
+    e, cell = xp.nonzero(rest)
+    after = _afterstates(views, e, cell)
+    return Targets(after, reply_targets(net, after, game, gamma, rules), rows[e])
 
 
 def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.ndarray:

@@ -54,6 +54,11 @@ class Config:
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (labels.reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
+    greedy_bootstrap: bool = False  # the TD(0) target of an afterstate bootstraps from the value of the mover's
+    # best next move, not of the move it played (an exploring move then does not teach its own value)
+    search_backup: bool = False  # every legal afterstate of the learners' positions that the rules do not value
+    # is also trained toward the network's value of the opponent's best reply (a depth-2 minimax backup over the
+    # positions visited, TreeStrap-like: labels.reply_targets), beside the epsilon-greedy TD(0) target
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""

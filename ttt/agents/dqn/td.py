@@ -65,11 +65,16 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
 
 
-def bootstrap_values(values: torch.Tensor | None, chosen, xp) -> np.ndarray:
+def bootstrap_values(values: torch.Tensor | None, chosen, xp, greedy: bool = False) -> np.ndarray:
     """V(new afterstate) of each learner's move: ``values`` (one row per learner, as move selection
-    ranked the moves, the rules' exact values included) at the ``chosen`` cells; empty without learners."""
+    ranked the moves, the rules' exact values included, -inf where illegal) at the ``chosen`` cells;
+    empty without learners. ``greedy``: the value of the best move instead, whichever was played (the
+    afterstate-TD form of Q-learning's max): an exploring move then teaches the value of greedy play,
+    not of exploration."""
     if values is None:
         return xp.zeros(0, "float32")
+    if greedy:
+        return xp.from_tensor(values.amax(1))
     return xp.from_tensor(values[xp.to_tensor(xp.arange(len(chosen))), xp.to_tensor(chosen)])
 
 

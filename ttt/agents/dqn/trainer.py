@@ -22,7 +22,7 @@ import torch
 
 from ttt.agents.dqn import curriculum
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
-from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets
+from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
 from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
 from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, td0_targets, td_loss
@@ -210,9 +210,10 @@ class Trainer:
             if len(lrn):
                 chosen[lrn] = epsilon_greedy(order, epsilon_at(settings, self.episodes), rng, xp)
             curriculum.opponent_moves(self, xp.flatnonzero(~self.learner_mask()), chosen)
-        new_value = bootstrap_values(values, chosen[lrn], xp)
+        new_value = bootstrap_values(values, chosen[lrn], xp, bool(settings.greedy_bootstrap))
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
+        g_legal = g.legal_mask()[lrn] if settings.search_backup else None
         after = xp.copy(views)
         after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
 
@@ -229,6 +230,9 @@ class Trainer:
         if settings.rule_labels and tactics is not None:
             parts.append(rule_targets(lrn, views, tactics, float(settings.gamma), self.game,
                                       settings.fork_defence_labels, rng))
+        if settings.search_backup and len(lrn):
+            parts.append(search_backup_targets(lrn, views, g_legal, tactics, self.net, self.game,
+                                               float(settings.gamma), self.rules))
         pairs = None
         if self.label_games is not None:
             labels, pairs = random_position_labels(self.label_games, settings, self.net, rng)
