@@ -827,3 +827,16 @@ def test_search_backup_trains_every_unvalued_afterstate_toward_the_opponents_bes
     np.testing.assert_array_equal(batch.obs[:len(base.obs)], base.obs)
     np.testing.assert_allclose(batch.targets[len(base.obs):], reply_targets(t.net, extra, t.game, GAMMA, t.rules),
                                rtol=1e-6)
+
+
+def test_the_learning_rate_falls_linearly_to_lr_final():
+    from ttt.agents.dqn.settings import lr_scale_at
+
+    cfg = Config(lr=0.01, lr_final=0.001, lr_decay_episodes=100)
+    assert [lr_scale_at(cfg, e) for e in (0, 50, 100, 200)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
+    assert lr_scale_at(Config(lr=0.01), 50) == 1.0 and lr_scale_at(Config(lr=0.01, lr_final=0.001), 50) == 1.0
+    t = make_trainer(num_envs=4, lr=0.01, lr_final=0.001, lr_decay_episodes=100, first_lr=0.02)
+    t.episodes = 50
+    while not len(t.step().targets):
+        pass
+    assert [g["lr"] for g in t.optimizer.param_groups] == pytest.approx([0.011, 0.0055])

@@ -18,6 +18,8 @@ class Config:
     optimizer: str = "adam"  # adam | sgd
     lr: float = 1e-3
     first_lr: float = 0.0  # learning rate of the first (line-detector) layer; 0 = lr
+    lr_final: float = 0.0  # > 0: every learning rate falls linearly to lr_final / lr of itself over
+    lr_decay_episodes: int = 0  # ... this many games (then stays); 0: constant
     gamma: float = 0.9
     loss: str = "huber"  # huber | mse
     epsilon: float = 0.1  # exploration rate at the start
@@ -69,7 +71,9 @@ class Config:
         check_ranges("agent.", self, {"lr": NON_NEGATIVE, "first_lr": NON_NEGATIVE, "gamma": UNIT, "epsilon": UNIT,
                                       "epsilon_final": UNIT,
                                       "frozen_epsilon": UNIT, "benchmark_fraction": UNIT,
-                                      "epsilon_decay_episodes": NON_NEGATIVE, "switch_episode": NON_NEGATIVE,
+                                      "epsilon_decay_episodes": NON_NEGATIVE,
+                                      "lr_final": NON_NEGATIVE, "lr_decay_episodes": NON_NEGATIVE,
+                                      "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
@@ -83,6 +87,15 @@ def training_rules(settings: Config) -> Rules:
     """The rules of move selection while training: exact wins, and exact losses and forks when set."""
     return Rules(bool(settings.exact_wins), bool(settings.exact_losses), bool(settings.exact_forks),
                  float(settings.gamma))
+
+
+def lr_scale_at(settings: Config, episode: int) -> float:
+    """The factor on every learning rate after ``episode`` training games: 1 falling linearly to
+    ``lr_final / lr`` over ``lr_decay_episodes`` (1 throughout when either is 0)."""
+    if settings.lr_final <= 0 or settings.lr_decay_episodes <= 0 or settings.lr <= 0:
+        return 1.0
+    frac = min(episode / settings.lr_decay_episodes, 1.0)
+    return float(1.0 + frac * (settings.lr_final / settings.lr - 1.0))
 
 
 def epsilon_at(settings: Config, episode: int) -> float:

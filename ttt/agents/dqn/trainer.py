@@ -24,7 +24,7 @@ from ttt.agents.dqn import curriculum
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
 from ttt.agents.dqn.moves import epsilon_greedy, move_scores
-from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
+from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
 from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, td0_targets, td_loss
 from ttt.checkpoint import CheckpointError, load_weights
 from ttt.config import agent_settings
@@ -145,6 +145,7 @@ class Trainer:
             net = build_value_net(network_cfg, game, rank_head=settings.rank_head)
         self.net = net.to(torch_device(device))
         self.optimizer = make_optimizer(settings, self.net)
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.pool: list[ValueNet] = []  # frozen copies, oldest first
         self.frozen_taken_at = -1
         self.frozen_refreshes = 0
@@ -281,6 +282,10 @@ class Trainer:
             loss = loss + self.settings.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        scale = lr_scale_at(self.settings, self.episodes)
+        if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
+            for group, lr in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+                group["lr"] = lr * scale
         self.optimizer.step()
         self.loss_sum += loss_value.double() * len(targets)
         self.loss_count += len(targets)
