@@ -43,9 +43,7 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
-``eval/values/...``                      the network alone's opening values, and on 3x3 and 4x4 its
-                                         sign agreement and error against exact values (learners
-                                         with networks; ``ttt.value_quality.ValueTags``)
+``eval/values/...``                      the network alone's values (openings; exact: 3x3, 4x4; ``ttt.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
@@ -90,8 +88,7 @@ from ttt.run_dir import (
     sweep_dir,
 )
 from ttt.specs import load_agents
-from ttt.suites import tactics_rates
-from ttt.value_quality import ValueTags
+from ttt.value_quality import evaluation_scalars
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
@@ -115,7 +112,6 @@ class Run:
         self._log_file = None
         self._handlers: dict[int, Any] = {}
         self.writer = None
-        self._value_tags: ValueTags | None = None  # built at the first evaluation of a player with values
         self.finished: dict | None = None  # final_eval.json of a resumed run that had finished: skip it
         self.resumed: dict | None = None  # the checkpoint to continue from (loaded, config compared)
         self.resume_dir = self.dir  # the run_dir of the command that resumes (a group's, for runs side by side)
@@ -363,14 +359,8 @@ class Run:
             for seat in r.seats():
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(eval_tag(name, key, seat.seat, group), getattr(seat, key), episode)
-        if self.cfg.eval_tactics:
-            for suite, rate in tactics_rates(player, self.game).items():
-                self.log(f"{group}/tactics/{suite}", rate, episode)
-        if ValueTags.applies(player):
-            self._value_tags = self._value_tags or ValueTags(self.game)  # one fixed sample, every seed alike
-            alone = player.without_rules() if callable(getattr(player, "without_rules", None)) else player
-            for key, value in self._value_tags.measures(alone).items():
-                self.log(f"{group}/values/{key}", value, episode)
+        for tag, value in evaluation_scalars(player, self.game, bool(self.cfg.eval_tactics)).items():
+            self.log(f"{group}/{tag}", value, episode)  # tactics/<suite>, values/<key>
         self.last_eval = results
         self.writer.flush()
         return results

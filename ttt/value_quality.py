@@ -32,6 +32,7 @@ import numpy as np
 from ttt.games import BatchedGames, Game, opening_name
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.players import Player
+from ttt.suites import tactics_rates
 
 WIN_THRESHOLD = 1.0 / 3.0  # a value above this is in the win class, below its negative the loss class
 CLASSES = {"win": 1, "draw": 0, "loss": -1}
@@ -261,3 +262,18 @@ class ValueTags:
             out.update({f"agreement_{name}": c["agreement"] for name, c in m["classes"].items()
                         if c["agreement"] is not None})
         return out
+
+
+_TAGS: dict[str, ValueTags] = {}  # one fixed sample per board and process: every run and seed alike
+
+
+def evaluation_scalars(player: Player, game: Game, tactics: bool) -> dict[str, float]:
+    """What an evaluation logs besides its games (``ttt.training.Run.evaluate``), ``{tag below the
+    group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.suites.tactics_rates``) and, for a player
+    with batched values, ``values/<key>`` (``ValueTags.measures`` of its network alone)."""
+    out = {f"tactics/{suite}": rate for suite, rate in tactics_rates(player, game).items()} if tactics else {}
+    if ValueTags.applies(player):
+        tags = _TAGS.get(game.name) or _TAGS.setdefault(game.name, ValueTags(game))
+        alone = player.without_rules() if callable(getattr(player, "without_rules", None)) else player
+        out.update({f"values/{key}": value for key, value in tags.measures(alone).items()})
+    return out
