@@ -145,19 +145,28 @@ def _inside(here: tuple[float, float] | None, paper: tuple[float, float]) -> str
     return "yes" if low <= here[0] <= high else ("below" if here[0] < low else "above")
 
 
+def unfinished(runs: list[RunLog], tag: str) -> tuple[int, int]:
+    """(games of the shortest run's last test point, the games its setting plans: ``episodes=N``) when
+    a run has not reached its plan, else (that point, 0)."""
+    reached = min(int(r.curves[tag].steps[-1]) for r in runs)
+    plans = [int(x.split("=", 1)[1]) for r in runs for x in r.setting if x.startswith("episodes=")]
+    planned = max(plans, default=0)
+    return reached, planned if reached < planned else 0
+
+
 def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
     """The paper's 10 rows with this project's figures beside them (Markdown, percent): one row per
     (network, regime, biases, protocol) the runs hold, and an empty row for a paper row none holds;
-    the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end)."""
+    the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end). Runs that
+    have not reached their ``episodes=N`` get no end figure, and their peak verdict says "so far"."""
     groups: dict[tuple, list[RunLog]] = {}
     for r in runs:
         if len(r.curves.get(tag, ())):
             groups.setdefault(paper_key(r), []).append(r)
     summary = dict(zip(groups, summarize(Path(), tag, last, {str(k): v for k, v in groups.items()}), strict=True))
-    points = max((row["points"] for row in summary.values()), default=0)
     lines = [f"| network | regime | biases | protocol | paper peak | paper end (last 40) | peak here | "
-             f"end here (last {last} of {points}) | n | inside paper ± 2 sd (peak / end) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"end here (last {last}) | points | n | inside paper ± 2 sd (peak / end) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = list(PAPER) + sorted({k[:2] for k in groups} - set(PAPER))
     for net, regime in order:
         paper = PAPER.get((net, regime))
@@ -167,11 +176,16 @@ def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_
             cells = [f"{NETWORK_NAMES.get(net, net)} (`{net}`)", REGIME_NAMES.get(regime, regime), key[2], key[3],
                      *([f"{p[0]:.1f} ± {p[1]:.1f}" for p in paper] if paper else ["", ""])]
             if row is None:
-                cells += ["", "", "", ""]
+                cells += ["", "", "", "", ""]
             else:
+                reached, planned = unfinished(groups[key], tag)
                 end = _pm(row["end"]) or f"n/a: {row['note']}"
-                verdict = f"{_inside(row['peak'], paper[0])} / {_inside(row['end'], paper[1])}" if paper else ""
-                cells += [_pm(row["peak"]), end, str(row["trials"]), verdict]
+                peak_verdict = _inside(row["peak"], paper[0]) if paper else ""
+                if planned:  # the end window of a run that has not ended is no end figure
+                    end, row = f"n/a: at {reached:,} of {planned:,} games", {**row, "end": None}
+                    peak_verdict += " so far" if paper else ""
+                verdict = f"{peak_verdict} / {_inside(row['end'], paper[1])}" if paper else ""
+                cells += [_pm(row["peak"]), end, str(row["points"]), str(row["trials"]), verdict]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

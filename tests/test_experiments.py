@@ -192,11 +192,23 @@ def test_paper_table_gives_the_papers_rows_and_whether_each_lies_within_two_sd(t
     deep = [line for line in lines if "`structured_deep`" in line and "vs benchmark" in line]
     # with biases: peaks 99, 98 -> 98.5 (paper 98.7 +- 0.3: inside); ends 98, 97 -> 97.5 (97.3 +- 0.8: inside)
     assert deep == ["| deep structured (`structured_deep`) | vs benchmark | false | online | 98.7 ± 0.3 | 97.3 ± 0.8 "
-                    "| 30.0 ± 0.0 | 25.0 ± 0.0 | 1 | below / below |",
+                    "| 30.0 ± 0.0 | 25.0 ± 0.0 | 3 | 1 | below / below |",
                     "| deep structured (`structured_deep`) | vs benchmark | true | online | 98.7 ± 0.3 | 97.3 ± 0.8 "
-                    "| 98.5 ± 0.7 | 97.5 ± 0.7 | 2 | yes / yes |"]
+                    "| 98.5 ± 0.7 | 97.5 ± 0.7 | 3 | 2 | yes / yes |"]
     empty = next(line for line in lines if "`mlp_wide`" in line and "self-play" in line)
-    assert empty == "| wide unstructured (`mlp_wide`) | self-play |  |  | 54.1 ± 5.5 | 36.1 ± 7.1 |  |  |  |  |"
+    assert empty == "| wide unstructured (`mlp_wide`) | self-play |  |  | 54.1 ± 5.5 | 36.1 ± 7.1 |  |  |  |  |  |"
+
+
+def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_games(tmp_path, summarize):
+    from ttt.curves import find_runs
+
+    for seed in (0, 1):
+        grid_run(tmp_path, f"a{seed}", "mlp_small", "self_play", seed, [0.1, 0.3, 0.2])
+        overrides = tmp_path / f"a{seed}" / ".hydra" / "overrides.yaml"
+        overrides.write_text(overrides.read_text() + "- episodes=200000\n")
+    (row,) = [line for line in summarize.paper_table(find_runs(tmp_path), last=2).splitlines() if "`mlp_small`" in
+              line and "self-play" in line]
+    assert row.endswith("| 30.0 ± 0.0 | n/a: at 30,000 of 200,000 games | 3 | 2 | yes so far / n/a |")  # 30 in 31.2 +- 12.4
 
 
 def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize):
