@@ -134,15 +134,16 @@ def _finish(fig, axes, title: str, output: Path) -> Path:
     for ax in axes:
         ax.set_xlabel("training games")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # below the panel: long settings would cover the curves
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     if title:
         cols = sum(ax.get_subplotspec().is_first_row() for ax in axes)
-        fig.suptitle(wrap_items(title, 75 * cols), fontsize=9)
+        fig.suptitle(wrap_items(title, 60 * cols), fontsize=9)
     fig.tight_layout()
     # written atomically; a folder that cannot take it: the figure goes to a fallback file, named
     fmt = output.suffix.lstrip(".") or "png"
     try:
-        return write_with_fallback(output, lambda tmp: fig.savefig(tmp, dpi=90, format=fmt), "figure")
+        return write_with_fallback(output, lambda tmp: fig.savefig(tmp, dpi=90, format=fmt, bbox_inches="tight"), "figure")
     finally:
         import matplotlib.pyplot as plt
 
