@@ -143,7 +143,8 @@ def _finish(fig, axes, title: str, output: Path) -> Path:
     # written atomically; a folder that cannot take it: the figure goes to a fallback file, named
     fmt = output.suffix.lstrip(".") or "png"
     try:
-        return write_with_fallback(output, lambda tmp: fig.savefig(tmp, dpi=90, format=fmt, bbox_inches="tight"), "figure")
+        return write_with_fallback(output, lambda tmp: fig.savefig(tmp, dpi=90, format=fmt, bbox_inches="tight"),
+                                   "figure")
     finally:
         import matplotlib.pyplot as plt
 
