@@ -138,6 +138,15 @@ def paper_key(run: RunLog) -> tuple[str, str, str, str]:
     return f.get("network", "?"), f.get("regime", "?"), f.get("bias", "?"), f.get("protocol", "?")
 
 
+def by_paper_key(runs: list[RunLog], tag: str) -> dict[tuple[str, str, str, str], list[RunLog]]:
+    """The runs that log ``tag``, grouped by ``paper_key`` (the rows of the paper and fidelity tables)."""
+    groups: dict[tuple[str, str, str, str], list[RunLog]] = {}
+    for r in runs:
+        if len(r.curves.get(tag, ())):
+            groups.setdefault(paper_key(r), []).append(r)
+    return groups
+
+
 def _inside(here: tuple[float, float] | None, paper: tuple[float, float]) -> str:
     if here is None:
         return "n/a"
@@ -159,10 +168,7 @@ def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_
     (network, regime, biases, protocol) the runs hold, and an empty row for a paper row none holds;
     the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end). Runs that
     have not reached their ``episodes=N`` get no end figure, and their peak verdict says "so far"."""
-    groups: dict[tuple, list[RunLog]] = {}
-    for r in runs:
-        if len(r.curves.get(tag, ())):
-            groups.setdefault(paper_key(r), []).append(r)
+    groups = by_paper_key(runs, tag)
     summary = dict(zip(groups, summarize(Path(), tag, last, {str(k): v for k, v in groups.items()}), strict=True))
     lines = [f"| network | regime | biases | protocol | paper peak | paper end (last 40) | peak here | "
              f"end here (last {last}) | points | n | inside paper ± 2 sd (peak / end) |",
@@ -221,10 +227,7 @@ def fidelity_table(runs: list[RunLog], at: list[int], tag: str = DEFAULT_TAG, to
     every point the difference is below ``tolerance`` and its interval holds 0, "differs" when at a
     point it is not, else "incomplete" (a point with fewer than 2 seeds on either side). A mean over
     fewer seeds than the setting has says ``(n=..)``."""
-    groups: dict[tuple, list[RunLog]] = {}
-    for r in runs:
-        if len(r.curves.get(tag, ())):
-            groups.setdefault(paper_key(r), []).append(r)
+    groups = by_paper_key(runs, tag)
     lines = ["| network | regime | biases | protocol | n | " + " | ".join(f"{g:,} games" for g in at) + " | verdict |",
              "|---|---|---|---|---|" + "---|" * len(at) + "---|"]
     for net, regime, bias in sorted({k[:3] for k in groups}):
