@@ -128,6 +128,34 @@ def test_the_perfect_player_scores_sign_agreement_1_and_mae_0():
     assert {name: c["positions"] for name, c in ex["classes"].items()} == counts
 
 
+def test_own_games_are_the_non_terminal_afterstates_of_the_players_games():
+    game = make_game("3x3")
+    reference = _live_afterstates()
+    player = make_player("random", game)
+    boards = cal.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
+    again = cal.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
+    assert np.array_equal(boards, again)
+    # a game of L plies has L - 1 non-terminal afterstates, each one of the 4,519
+    assert all(tuple(int(x) for x in b) in reference for b in boards)
+    assert 50 * 4 <= len(boards) <= 50 * 8
+    pieces = (boards != 0).sum(1)
+    assert pieces.min() == 1 and np.bincount(pieces)[1] == 50  # one opening per game
+
+
+def test_own_games_measures_against_the_exact_values():
+    game = make_game("3x3")
+    reference = _live_afterstates()
+    perfect = cal.measure(make_player("perfect", game), game, games=20, rollouts=1)["exact"]["own_games"]
+    assert perfect["sign_agreement"] == 1.0 and perfect["mae"] == 0.0 and perfect["games"] == 20
+    zero = ConstantPlayer(game, 0.0)
+    own = cal.measure(zero, game, games=30, rollouts=1, seed=5)["exact"]["own_games"]
+    rng = np.random.default_rng(5)
+    cal.outcome_samples(zero, game, 30, 1, 0.1, rng)  # the draws measure() makes before its own games
+    boards = cal.own_afterstates(zero, game, 30, 0.1, rng)
+    draws = sum(reference[tuple(int(x) for x in b)] == 0 for b in boards)
+    assert own["positions"] == len(boards) and own["sign_agreement"] == pytest.approx(draws / len(boards))
+
+
 def test_a_constant_0_player_gets_exactly_the_draws_right():
     game = make_game("3x3")
     reference = _live_afterstates()

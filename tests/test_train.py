@@ -39,7 +39,7 @@ def test_every_dqn_experiment_composes_and_builds_its_trainer(compose_train, nam
 
 def test_experiment_names_the_board(compose_train):
     boards = {name: compose_train([f"+experiment={name}"]).game.name for name in EXPERIMENTS}
-    assert {"dqn_33": "3x3", "dqn_44": "4x4", "dqn_333": "3x3x3", "dqn_444": "4x4x4",
+    assert {"dqn_33": "3x3", "dqn_44": "4x4", "dqn_444_on_4x4": "4x4", "dqn_333": "3x3x3", "dqn_444": "4x4x4",
             "dqn_444_gravity": "4x4x4_gravity"}.items() <= boards.items()
 
 
@@ -208,3 +208,10 @@ def test_train_help_is_short_and_says_how_to_see_an_experiments_config():
     lines = done.stdout.splitlines()
     assert len(lines) < 40 and "== Config ==" not in done.stdout  # no dump of the default config
     assert "--cfg job" in done.stdout and any(line.startswith("experiment: ") and "dqn_444" in line for line in lines)
+
+
+def test_dqn_444_on_4x4_is_the_dqn_444_recipe_on_4x4(compose_train):
+    qubic, small = compose_train(["+experiment=dqn_444"]), compose_train(["+experiment=dqn_444_on_4x4"])
+    assert (qubic.game.name, small.game.name) == ("4x4x4", "4x4")
+    assert small.agent == qubic.agent and small.network == qubic.network and small.episodes == qubic.episodes
+    assert "perfect" in small.eval_opponents

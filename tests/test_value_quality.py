@@ -95,13 +95,14 @@ def test_a_dqn_run_logs_the_network_alones_values_at_each_evaluation(compose_tra
 
 @pytest.mark.slow
 def test_dqn_33_learns_values_in_the_exact_class(compose_train, tmp_path):
-    """The shipped 3x3 recipe for a sixth of its games: seed 0 reaches a sign agreement of 0.776 (losses
-    0.889) after 10,000 games, in the class of every 3x3 recipe measured there (docs/dqn.md)."""
+    """The shipped 3x3 recipe, whole (60,000 games, 75 s of CPU): seed 0 puts 0.946 of the 4,519
+    afterstates in their exact class, draws 0.766 (docs/dqn.md, "3x3: the draw class, with a wider
+    network"); the recipe before it reached 0.841, draws 0.42."""
     from ttt.train import train
 
-    cfg = compose_train(["+experiment=dqn_33", "episodes=10000", "eval_every=0", "eval_games=2",
-                         "agent.final_eval_games=2", "seed=0"])
+    cfg = compose_train(["+experiment=dqn_33", "eval_every=0", "eval_games=2", "agent.final_eval_games=2", "seed=0"])
     train(cfg)
     (run,) = find_runs(tmp_path)
-    assert run.curves["eval/values/sign_agreement"].values[-1] > 0.72
-    assert run.curves["eval/values/agreement_loss"].values[-1] > 0.8
+    assert run.curves["eval/values/sign_agreement"].values[-1] > 0.92
+    assert run.curves["eval/values/agreement_draw"].values[-1] > 0.7
+    assert run.curves["eval/values/agreement_loss"].values[-1] > 0.95

@@ -20,7 +20,8 @@ Three measures:
   ``sign_agreement``, the share whose *sign class* is right (win above ``WIN_THRESHOLD`` = 1/3, loss
   below -1/3, else draw), per class as well; ``mae``, the mean absolute difference from the exact
   outcome; ``spearman``, the rank correlation with it (ties get their mean rank; null when either
-  side is constant).
+  side is constant). The same measures over the afterstates the player meets itself, ``own_games``:
+  every non-terminal afterstate of ``games`` games of its epsilon-greedy self-play (repeats counted).
 * **Against outcomes** (every board): ``games`` games of the player's own epsilon-greedy self-play
   (``epsilon``); from each, one afterstate that is not terminal, its ply drawn uniformly; the
   player's value of it, and the mean outcome (+1, 0, -1 for the player who made that move) of
@@ -38,7 +39,9 @@ JSON (``output=FILE.json``)::
     {"game": ..., "player": ..., "rules": bool, "rules_apply": bool, "ece": float,
      "thresholds": {"win": 1/3, "loss": -1/3},
      "exact": {"positions": N, "sampled": bool, "sign_agreement": ..., "mae": ..., "spearman": ...,
-               "classes": {"win": {"positions": n, "agreement": ..., "mean_value": ...}, "draw": ..., "loss": ...}}
+               "classes": {"win": {"positions": n, "agreement": ..., "mean_value": ...}, "draw": ..., "loss": ...},
+               "own_games": {"games": G, "epsilon": e, "positions": N, "sign_agreement": ..., "mae": ...,
+                             "spearman": ..., "classes": {...}}}
               (null on boards without exact values),
      "outcomes": {"positions": N, "rollouts": R, "epsilon": e, "ece": ..., "mean_value": ...,
                   "mean_outcome": ..., "bins": [{"low", "high", "positions", "mean_value", "mean_outcome"}]},
@@ -135,6 +138,17 @@ def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, e
     return values, outcome
 
 
+def own_afterstates(player: Player, game: Game, games: int, epsilon: float,
+                    rng: np.random.Generator) -> np.ndarray:
+    """(N, cells) every non-terminal afterstate of ``games`` games of ``player``'s epsilon-greedy
+    self-play: the positions the player itself meets (with repeats), where its values are used."""
+    played = BatchedGames(game, games)
+    history = np.stack(self_play(EpsilonGreedy(player, epsilon), played, rng))  # (plies, games, cells)
+    length = played.num_moves.astype(np.int64)
+    live = np.arange(1, len(history) + 1)[:, None] < length[None, :]  # ply p's board is not the last
+    return history[live]
+
+
 def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tuple[list[dict], float]:
     """The reliability table of ``values`` against mean ``outcomes`` in ``bins`` equal bins over
     [-1, 1] (a value of exactly 1 in the last), and the expected calibration error
@@ -170,6 +184,10 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
         exact["sampled"] = sampled
     values, outcomes = outcome_samples(player, game, games, rollouts, epsilon, rng, valuer)
     table, ece = reliability(values, outcomes, bins)
+    if exact is not None:  # after the outcome samples, so that they do not depend on it
+        own = own_afterstates(player, game, games, epsilon, rng)
+        exact["own_games"] = {"games": games, "epsilon": epsilon,
+                              **exact_measures(afterstate_values(valuer, game, own), exact_outcomes(game, own))}
     result["ece"] = ece
     result["exact"] = exact
     result["outcomes"] = {"positions": games, "rollouts": rollouts, "epsilon": epsilon, "ece": ece,
@@ -191,6 +209,12 @@ def format_report(result: dict[str, Any]) -> str:
             if c["positions"]:
                 lines.append(f"  {name:<5} {c['positions']:>7} positions  agreement {c['agreement']:.3f}  "
                              f"mean value {c['mean_value']:+.3f}")
+        own = ex.get("own_games")
+        if own is not None:
+            parts = "  ".join(f"{name} {c['agreement']:.3f}" for name, c in own["classes"].items() if c["positions"])
+            lines.append(f"exact values of the afterstates of its own {own['games']} self-play games (epsilon "
+                         f"{own['epsilon']:g}, {own['positions']} afterstates): sign agreement "
+                         f"{own['sign_agreement']:.3f}, mae {own['mae']:.3f} ({parts})")
     o = result["outcomes"]
     lines.append(f"outcomes ({o['positions']} self-play positions x {o['rollouts']} continuations, epsilon "
                  f"{o['epsilon']:g}): ece {o['ece']:.3f}, mean value {o['mean_value']:+.3f}, "
