@@ -811,6 +811,54 @@ def test_greedy_bootstrap_takes_the_best_moves_value_not_the_played_ones():
     assert greedy == pytest.approx(GAMMA * values.max()) and greedy > played
 
 
+def test_a_target_network_values_the_chosen_move_and_the_learning_network_chooses():
+    from ttt.agents.dqn.moves import afterstate_values
+
+    def first_afterstate_target(trainer, move):
+        """O's target for its first afterstate (X corner 0, O centre 4) when O plays ``move``."""
+        batch = trainer.step(np.array([move]))
+        mine = np.zeros(9, dtype=np.float32)
+        mine[4], mine[0] = 1.0, -1.0
+        (i,) = np.flatnonzero((batch.obs == mine).all(1))
+        return batch.targets[i]
+
+    opening = (0, 4, 1)  # X corner, O centre, X edge: the X move trains X's first afterstate
+    t = make_trainer(opponent="self_play", opponent_after="self_play", lr=0.5, target_every=1000)
+    for cell in opening:
+        t.step(np.array([cell]))
+    copy_values = afterstate_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
+    own_values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
+    legal = np.flatnonzero(np.isfinite(own_values))
+    move = int(legal[np.abs(copy_values[legal] - own_values[legal]).argmax()])
+    assert abs(copy_values[move] - own_values[move]) > 1e-3  # the learning network has moved away from the copy
+    assert first_afterstate_target(t, move) == pytest.approx(GAMMA * copy_values[move])
+    # without the option the same ply bootstraps from the learning network
+    plain = make_trainer(opponent="self_play", opponent_after="self_play", lr=0.5)
+    for cell in opening:
+        plain.step(np.array([cell]))
+    assert first_afterstate_target(plain, move) == pytest.approx(GAMMA * own_values[move])
+
+
+def test_the_target_network_is_re_taken_every_target_every_games_and_resumes():
+    def same(a, b):
+        return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+
+    t = make_trainer(num_envs=4, opponent="self_play", opponent_after="self_play", lr=0.5, target_every=3)
+    assert same(t.target, t.net) and t.target_taken_at == 0
+    differed = False
+    while t.episodes < 3:
+        t.step()
+        if t.episodes < 3:
+            assert t.target_taken_at == 0
+            differed = differed or not same(t.target, t.net)
+    assert differed and t.target_taken_at == t.episodes and same(t.target, t.net)
+    t.step()
+    other = make_trainer(num_envs=4, opponent="self_play", opponent_after="self_play", lr=0.5, target_every=3)
+    other.load_state_dict(t.state_dict())
+    assert same(other.target, t.target) and other.target_taken_at == t.target_taken_at
+    continue_identically(t, other, 12)
+
+
 def test_search_backup_trains_every_unvalued_afterstate_toward_the_opponents_best_reply():
     from ttt.agents.dqn.labels import reply_targets
 

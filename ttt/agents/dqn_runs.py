@@ -18,8 +18,10 @@ Ctrl-C or SIGTERM saves every run and prints the command that resumes the group.
 
 What runs side by side: the curriculum, the epsilon schedule, SGD or Adam (``first_lr`` too), Huber
 or squared loss, ``gamma``, the win and loss rules in move selection, and the trained player's own
-rules in its evaluations. The recipe's label options, ``exact_forks``, symmetry augmentation and tied
-line detectors are refused with one line (``UNSUPPORTED``): train those runs one at a time.
+rules in its evaluations. The recipe's label options, ``exact_forks``, the bootstrap options
+(``greedy_bootstrap``, ``search_backup``, ``target_every``), the falling learning rate, symmetry
+augmentation and tied line detectors are refused with one line (``UNSUPPORTED``): train those runs
+one at a time.
 
 Rounding: stacked products sum in another order than one network's, so a run side by side and the
 same seed alone agree to float rounding, not bit for bit; they make the same moves for hundreds of
@@ -66,7 +68,7 @@ RANDOM, FROZEN, BENCHMARK, SELF_PLAY = (OPPONENT_PHASES[k] for k in ("random", "
 # settings a run side by side cannot take: (key, the value that is allowed)
 UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False),
                ("exact_forks", False), ("greedy_bootstrap", False), ("search_backup", False),
-               ("lr_final", 0.0))
+               ("lr_final", 0.0), ("target_every", 0))
 
 
 def check_side_by_side(cfg: DictConfig) -> None:

@@ -61,6 +61,9 @@ class Config:
     search_backup: bool = False  # every legal afterstate of the learners' positions that the rules do not value
     # is also trained toward the network's value of the opponent's best reply (a depth-2 minimax backup over the
     # positions visited, TreeStrap-like: labels.reply_targets), beside the epsilon-greedy TD(0) target
+    target_every: int = 0  # > 0: the TD(0) bootstrap values the chosen move with a copy of the network re-taken
+    # every this many games (a target network: the learning network chooses, the copy values, as double
+    # Q-learning separates them); 0: the learning network values its own choice, which biases the values up
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -77,7 +80,8 @@ class Config:
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
-                                      "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE})
+                                      "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
+                                      "target_every": NON_NEGATIVE})
         if self.rank_head and not self.rank_labels:
             raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
                               "set agent.rank_labels > 0 too")

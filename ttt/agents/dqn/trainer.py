@@ -147,6 +147,9 @@ class Trainer:
         self.optimizer = make_optimizer(settings, self.net)
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.pool: list[ValueNet] = []  # frozen copies, oldest first
+        # the target network (target_every > 0): what the TD(0) bootstrap values the chosen move with
+        self.target = copy.deepcopy(self.net).requires_grad_(False) if settings.target_every > 0 else None
+        self.target_taken_at = 0
         self.frozen_taken_at = -1
         self.frozen_refreshes = 0
         self.benchmark = BenchmarkPlayer(game)
@@ -205,6 +208,8 @@ class Trainer:
         tactics = self.tactics(lrn)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
         order, values = move_scores(self.net, g, lrn, self.rules, tactics) if len(lrn) else (None, None)
+        if self.target is not None and len(lrn):  # the move chosen by the network, valued by the copy
+            values = move_scores(self.target, g, lrn, self.rules, tactics)[1]
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
@@ -252,6 +257,9 @@ class Trainer:
             curriculum.draw_opponents(self, ended, self.episodes + 1 + xp.arange(len(ended)))
             self.episodes += len(ended)
             curriculum.refresh_frozen(self)
+            if self.target is not None and self.episodes - self.target_taken_at >= self.settings.target_every:
+                self.target.load_state_dict(self.net.state_dict())
+                self.target_taken_at = self.episodes
         return batch
 
     def _symmetric(self, boards):
@@ -309,6 +317,8 @@ class Trainer:
             "weights": self.net.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "pool": [f.state_dict() for f in self.pool],
+            "target": None if self.target is None else self.target.state_dict(),
+            "target_taken_at": self.target_taken_at,
             "frozen_taken_at": self.frozen_taken_at,
             "frozen_refreshes": self.frozen_refreshes,
             "episodes": self.episodes,
@@ -329,6 +339,9 @@ class Trainer:
             load_weights(frozen, weights)
             self.pool.append(frozen)
         self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
+        if self.target is not None:  # a checkpoint from before the option: the copy starts from the weights
+            load_weights(self.target, s["target"] if s.get("target") is not None else s["weights"])
+            self.target_taken_at = s.get("target_taken_at", s["episodes"])
         self.episodes, self.steps = s["episodes"], s["steps"]
         g, envs, xp = self.games, s["envs"], self.xp
         if tuple(envs["board"].shape) != tuple(g.board.shape):
