@@ -250,7 +250,7 @@ def test_a_folder_holding_other_files_is_kept_after_a_failed_start(compose_train
 
 # ------------------------------------------------------------------------- 5. resume compares the config
 @pytest.mark.parametrize("overrides, error, message", [
-    (["agent.lr=0.002"], ConfigError, "agent.lr 0.001 -> 0.002"),
+    (["agent.lr=0.003"], ConfigError, "agent.lr 0.002 -> 0.003"),
     (["network=mlp_deep"], ConfigError, "network.kind structured -> mlp"),
     (["game=4x4"], CheckpointError, "trained on board '3x3', not '4x4'"),
     (["seed=3"], ConfigError, "seed 0 -> 3"),

@@ -215,3 +215,11 @@ def test_dqn_444_on_4x4_is_the_dqn_444_recipe_on_4x4(compose_train):
     assert (qubic.game.name, small.game.name) == ("4x4x4", "4x4")
     assert small.agent == qubic.agent and small.network == qubic.network and small.episodes == qubic.episodes
     assert "perfect" in small.eval_opponents
+
+
+def test_dqn_33_on_4x4_is_the_3x3_recipe_with_its_schedules_stretched(compose_train):
+    small, board = compose_train(["+experiment=dqn_33"]), compose_train(["+experiment=dqn_33_on_4x4"])
+    assert (small.game.name, board.game.name) == ("3x3", "4x4") and small.network == board.network
+    stretched = {"lr_decay_episodes": 120000, "epsilon_decay_episodes": 90000}
+    assert {k: v for k, v in board.agent.items() if small.agent[k] != v} == stretched
+    assert board.episodes == 2 * small.episodes == stretched["lr_decay_episodes"]
