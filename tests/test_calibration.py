@@ -110,11 +110,11 @@ def test_the_non_terminal_afterstates_of_3x3_are_those_of_an_independent_enumera
     game = make_game("3x3")
     reference = _live_afterstates()
     assert len(reference) == 4519
-    boards, sampled = cal.exact_afterstates(game, 20000, np.random.default_rng(0))
+    boards, sampled = value_quality.exact_afterstates(game, 20000, np.random.default_rng(0))
     assert not sampled
     assert {tuple(int(x) for x in b) for b in boards} == set(reference)
-    assert cal.afterstate_classes(game)[1].sum() == 4519
-    exact = cal.exact_outcomes(game, boards)
+    assert value_quality.afterstate_classes(game)[1].sum() == 4519
+    exact = value_quality.exact_outcomes(game, boards)
     assert [reference[tuple(int(x) for x in b)] for b in boards] == exact.tolist()
 
 
@@ -124,7 +124,7 @@ def test_the_perfect_player_scores_sign_agreement_1_and_mae_0():
     ex = result["exact"]
     assert ex["positions"] == 4519 and not ex["sampled"]
     assert ex["sign_agreement"] == 1.0 and ex["mae"] == 0.0 and ex["spearman"] == pytest.approx(1.0)
-    counts = {name: sum(v == c for v in _live_afterstates().values()) for name, c in cal.CLASSES.items()}
+    counts = {name: sum(v == c for v in _live_afterstates().values()) for name, c in value_quality.CLASSES.items()}
     assert {name: c["positions"] for name, c in ex["classes"].items()} == counts
 
 
@@ -169,23 +169,24 @@ def test_a_constant_0_player_gets_exactly_the_draws_right():
 
 
 def test_sign_classes_use_the_one_third_thresholds():
-    assert cal.sign_class(np.array([-1, -0.34, -1 / 3, 0, 1 / 3, 0.34, 1])).tolist() == [-1, -1, 0, 0, 0, 1, 1]
+    classes = value_quality.sign_class(np.array([-1, -0.34, -1 / 3, 0, 1 / 3, 0.34, 1]))
+    assert classes.tolist() == [-1, -1, 0, 0, 0, 1, 1]
 
 
 def test_spearman_with_ties_matches_a_hand_computation():
     # ranks of a: 0, 1.5, 1.5, 3; of b: 0, 1, 2, 3 -> centred (-1.5, 0, 0, 1.5) and (-1.5, -.5, .5, 1.5)
-    assert cal.spearman([1, 2, 2, 5], [0, 1, 2, 3]) == pytest.approx(4.5 / np.sqrt(4.5 * 5))
-    assert cal.spearman([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
+    assert value_quality.spearman([1, 2, 2, 5], [0, 1, 2, 3]) == pytest.approx(4.5 / np.sqrt(4.5 * 5))
+    assert value_quality.spearman([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
 
 
 def test_4x4_afterstates_are_sampled_reachable_and_live():
     game = make_game("4x4")
-    boards, sampled = cal.exact_afterstates(game, 500, np.random.default_rng(1))
+    boards, sampled = value_quality.exact_afterstates(game, 500, np.random.default_rng(1))
     assert sampled and boards.shape == (500, 16)
     assert value_quality._is_live_afterstate(boards, game).all()
     counts = (boards == 1).sum(1) - (boards == -1).sum(1)
     assert set(counts.tolist()) <= {0, 1}
-    cal.exact_outcomes(game, boards)  # raises if a board is not reachable
+    value_quality.exact_outcomes(game, boards)  # raises if a board is not reachable
     assert len({tuple(b) for b in boards.tolist()}) > 450  # millions to draw from: few repeats
 
 
@@ -207,8 +208,8 @@ def test_afterstate_values_are_the_network_on_the_board_seen_by_the_mover(board)
     for _ in range(5):  # afterstates after 5 random plies (a few games may have ended: skipped)
         games.play(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
     boards = games.board[~games.done]
-    values = cal.afterstate_values(player, game, boards)
-    mover = cal.movers(boards)
+    values = value_quality.afterstate_values(player, game, boards)
+    mover = value_quality.movers(boards)
     with torch.no_grad():
         direct = player.net(torch.as_tensor(boards * mover[:, None], dtype=torch.float32)).double().numpy()
     np.testing.assert_allclose(values, direct, atol=1e-5)
@@ -218,10 +219,10 @@ def test_rules_replace_the_values_of_losing_afterstates():
     game = make_game("3x3")
     alone = _dqn_player("3x3", rules=Rules(wins=False))
     ruled = _dqn_player("3x3", rules=Rules(wins=True, losses=True))
-    boards, _ = cal.exact_afterstates(game, 20000, np.random.default_rng(0))
-    a, r = cal.afterstate_values(alone, game, boards), cal.afterstate_values(ruled, game, boards)
+    boards, _ = value_quality.exact_afterstates(game, 20000, np.random.default_rng(0))
+    a, r = value_quality.afterstate_values(alone, game, boards), value_quality.afterstate_values(ruled, game, boards)
     # the opponent to move completes a line: the rule says -1, the untrained network something else
-    sums = (boards * -cal.movers(boards)[:, None]) @ make_game("3x3").incidence.astype(np.int64)
+    sums = (boards * -value_quality.movers(boards)[:, None]) @ make_game("3x3").incidence.astype(np.int64)
     threatened = (sums == 2).any(1)
     assert threatened.sum() > 100
     assert (r[threatened] == -1).all()
@@ -267,16 +268,16 @@ def test_the_perfect_player_without_exploration_is_calibrated_exactly():
 # ---- opening values
 def test_opening_values_are_grouped_by_the_orbits_of_the_cells():
     game = make_game("3x3")
-    op = cal.opening_values(make_player("perfect", game), game)
+    op = value_quality.opening_values(make_player("perfect", game), game)
     assert [(c["name"], c["cells"]) for c in op["classes"]] == [("corner", [0, 2, 6, 8]), ("edge", [1, 3, 5, 7]),
                                                                  ("centre", [4])]
     assert all(c["exact"] == 0 and c["values"] == [0.0] * len(c["cells"]) for c in op["classes"])
     assert op["median"] == 0.0
-    assert sum(len(c["cells"]) for c in cal.opening_values(_dqn_player("4x4x4_gravity"), make_game("4x4x4_gravity"))
-               ["classes"]) == 16  # gravity: only the bottom layer can be played first
+    gravity = value_quality.opening_values(_dqn_player("4x4x4_gravity"), make_game("4x4x4_gravity"))
+    assert sum(len(c["cells"]) for c in gravity["classes"]) == 16  # gravity: only the bottom layer can be played first
     qubic = make_game("4x4x4")  # Qubic's 192 symmetries join the 8 corners and the 8 centre cells
-    assert [len(o) for o in cal.cell_orbits(qubic)] == [16, 48]
-    assert [c["name"] for c in cal.opening_values(_dqn_player("4x4x4"), qubic)["classes"]] == [
+    assert [len(o) for o in value_quality.cell_orbits(qubic)] == [16, 48]
+    assert [c["name"] for c in value_quality.opening_values(_dqn_player("4x4x4"), qubic)["classes"]] == [
         "corner / centre", "edge / face centre"]
 
 

@@ -70,22 +70,15 @@ from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents
-from ttt.value_quality import (  # noqa: F401
-    CHUNK,
-    CLASSES,
+from ttt.value_quality import (
     WIN_THRESHOLD,
-    afterstate_classes,
     afterstate_values,
-    cell_orbits,
     exact_afterstates,
     exact_measures,
     exact_outcomes,
     has_exact_values,
-    move_values,
     movers,
     opening_values,
-    sign_class,
-    spearman,
 )
 
 
@@ -115,6 +108,15 @@ def self_play(player: Player, games: BatchedGames, rng: np.random.Generator) -> 
     return history
 
 
+def played_games(player: Player, game: Game, games: int, epsilon: float,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``(history, length)``: the boards after every ply (plies, games, cells) of ``games`` games of
+    ``player``'s epsilon-greedy self-play, and each game's number of plies."""
+    played = BatchedGames(game, games)
+    history = np.stack(self_play(EpsilonGreedy(player, epsilon), played, rng))
+    return history, played.num_moves.astype(np.int64)
+
+
 def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, epsilon: float,
                     rng: np.random.Generator, valuer: Player | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(values, outcomes)``, (positions,) each: afterstates from ``player``'s epsilon-greedy
@@ -122,10 +124,7 @@ def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, e
     ``valuer``'s value of each (default ``player``'s), and the mean outcome of ``rollouts``
     epsilon-greedy continuations of ``player`` against itself, both from the view of the player who
     made the move."""
-    explorer = EpsilonGreedy(player, epsilon)
-    games = BatchedGames(game, positions)
-    history = np.stack(self_play(explorer, games, rng))  # (plies, positions, cells)
-    length = games.num_moves.astype(np.int64)
+    history, length = played_games(player, game, positions, epsilon, rng)
     ply = 1 + np.floor(rng.random(positions) * (length - 1)).astype(np.int64)  # 1 .. length - 1
     boards = history[ply - 1, np.arange(positions)]
     values = afterstate_values(valuer or player, game, boards)
@@ -133,7 +132,7 @@ def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, e
     starts.board[:] = np.repeat(boards, rollouts, axis=0)
     starts.to_play[:] = -np.repeat(movers(boards), rollouts)
     starts.num_moves[:] = (starts.board != 0).sum(1)
-    self_play(explorer, starts, rng)
+    self_play(EpsilonGreedy(player, epsilon), starts, rng)
     outcome = starts.winner.astype(np.float64).reshape(positions, rollouts).mean(1) * movers(boards)
     return values, outcome
 
@@ -142,9 +141,7 @@ def own_afterstates(player: Player, game: Game, games: int, epsilon: float,
                     rng: np.random.Generator) -> np.ndarray:
     """(N, cells) every non-terminal afterstate of ``games`` games of ``player``'s epsilon-greedy
     self-play: the positions the player itself meets (with repeats), where its values are used."""
-    played = BatchedGames(game, games)
-    history = np.stack(self_play(EpsilonGreedy(player, epsilon), played, rng))  # (plies, games, cells)
-    length = played.num_moves.astype(np.int64)
+    history, length = played_games(player, game, games, epsilon, rng)
     live = np.arange(1, len(history) + 1)[:, None] < length[None, :]  # ply p's board is not the last
     return history[live]
 
