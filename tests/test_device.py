@@ -255,13 +255,16 @@ def test_training_on_device_computes_the_td_targets_of_the_cpu_run(board, device
         torch.testing.assert_close(dev.net.state_dict()[name].cpu(), p, atol=1e-5, rtol=1e-4)
 
 
-def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly():
+@pytest.mark.parametrize("td", [{}, {"td_lambda": 0.7}])
+def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly(td):
     # on the CPU the device code path runs the same torch operations: not close, equal
-    # every rule and rule label (fork defence on all 64 cells: no random subset, which each generator draws)
+    # every rule and rule label (fork defence on all 64 cells: no random subset, which each generator draws);
+    # td_lambda: the λ-returns of the games that end
     rules = dict(exact_losses=True, rule_labels=True, fork_defence_labels=64,
-                 opponent="self_play", opponent_after="self_play")
-    expected, _ = scripted_plies("cpu", "4x4x4_gravity", 60, **rules)
+                 opponent="self_play", opponent_after="self_play", **td)
+    expected, host = scripted_plies("cpu", "4x4x4_gravity", 60, **rules)
     got, _ = scripted_plies(TORCH_CPU, "4x4x4_gravity", 60, **rules)
+    assert host.episodes >= 2  # games ended: their targets are in
     for e, d in zip(expected, got, strict=True):
         for x, y in zip(e, d, strict=True):
             np.testing.assert_array_equal(y, x)

@@ -19,6 +19,7 @@ from ttt.agents.dqn import (
     afterstate_values,
     epsilon_at,
     final_targets,
+    lambda_targets,
     make_optimizer,
     rank_loss,
     rank_orders,
@@ -888,3 +889,54 @@ def test_the_learning_rate_falls_linearly_to_lr_final():
     while not len(t.step().targets):
         pass
     assert [g["lr"] for g in t.optimizer.param_groups] == pytest.approx([0.011, 0.0055])
+
+
+def test_lambda_targets_by_hand():
+    # one finished game: seat 0 (X) played 3 afterstates, its last a win; seat 1 (O) played 2, and lost
+    obs = np.arange(2 * 3 * 9, dtype=np.float32).reshape(1, 2, 3, 9)
+    boot = np.array([[[0.3, 0.4, 1.0], [0.1, 0.2, 0.0]]], np.float32)
+    t = lambda_targets(np.array([7]), obs, boot, np.array([[3, 2]]), np.array([[1.0, -1.0]], np.float32),
+                       GAMMA, 0.5)
+    g1 = GAMMA * (0.5 * 1.0 + 0.5 * 1.0)  # X: G2 = +1 (the win), G1 from boot 1.0 and G2
+    g0 = GAMMA * (0.5 * 0.4 + 0.5 * g1)
+    o0 = GAMMA * (0.5 * 0.2 + 0.5 * -1.0)  # O: G1 = -1 (the loss), G0 from boot 0.2 and G1
+    np.testing.assert_allclose(t.targets, [g0, g1, 1.0, o0, -1.0], rtol=1e-6)
+    np.testing.assert_array_equal(t.obs, [obs[0, 0, 0], obs[0, 0, 1], obs[0, 0, 2], obs[0, 1, 0], obs[0, 1, 1]])
+    np.testing.assert_array_equal(t.rows, [7] * 5)
+    # lam = 0: TD(0)'s targets, gamma times the next afterstate's bootstrap; lam = 1: the discounted outcome
+    zero = lambda_targets(np.array([7]), obs, boot, np.array([[3, 2]]), np.array([[1.0, -1.0]], np.float32),
+                          GAMMA, 0.0)
+    np.testing.assert_allclose(zero.targets, [GAMMA * 0.4, GAMMA * 1.0, 1.0, GAMMA * 0.2, -1.0], rtol=1e-6)
+    one = lambda_targets(np.array([7]), obs, boot, np.array([[3, 2]]), np.array([[1.0, -1.0]], np.float32),
+                         GAMMA, 1.0)
+    np.testing.assert_allclose(one.targets, [GAMMA ** 2, GAMMA, 1.0, -GAMMA, -1.0], rtol=1e-6)
+
+
+def test_td_lambda_trains_a_games_afterstates_when_it_ends_and_tiny_lambda_gives_td0s_targets():
+    self_play = dict(opponent="self_play", opponent_after="self_play")
+    mc = play_script(make_trainer(seats=[1], td_lambda=1.0, **self_play), X_BEATS_O[0])
+    assert [len(t) for _, t in mc] == [0, 0, 0, 0, 5]  # nothing until the game ends, then all five
+    obs, targets = mc[4]
+    np.testing.assert_allclose(targets, [GAMMA ** 2, GAMMA, 1.0, -GAMMA, -1.0], rtol=1e-6)
+    np.testing.assert_array_equal(obs[:3], [view([0], []), view([0, 1], [4]), view([0, 1, 2], [4, 8])])
+    np.testing.assert_array_equal(obs[3:], [view([4], [0]), view([4, 8], [0, 1])])
+    # the network does not learn (lr 0): lambda near 0 gives the same (afterstate, target) pairs as TD(0)
+    for script, seats in (X_WINS, X_BEATS_O, DRAW):
+        td0 = play_script(make_trainer(seats=[seats], **self_play), script)
+        tiny = play_script(make_trainer(seats=[seats], td_lambda=1e-9, **self_play), script)
+
+        def pairs(plies):
+            return sorted((o.tobytes(), round(float(t), 5)) for obs, ts in plies for o, t in zip(obs, ts, strict=True))
+        assert pairs(tiny) == pairs(td0) and len(pairs(td0)) == len(script)
+
+
+def test_td_lambda_traces_resume_mid_game_exactly():
+    t = make_trainer(num_envs=4, lr=0.05, td_lambda=0.7, opponent="self_play", opponent_after="self_play")
+    for _ in range(7):  # games under way (some have ended and restarted)
+        t.step()
+    assert (t.trace_len > 0).any()
+    other = make_trainer(num_envs=4, lr=0.05, td_lambda=0.7, opponent="self_play", opponent_after="self_play")
+    other.load_state_dict(t.state_dict())
+    np.testing.assert_array_equal(other.trace_obs, t.trace_obs)
+    continue_identically(t, other, 20)
+    assert t.episodes > 4

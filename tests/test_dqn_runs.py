@@ -129,6 +129,7 @@ def test_each_run_has_its_own_folder_that_resumes_alone_or_with_its_group(compos
 @pytest.mark.parametrize("overrides, message", [
     (["agent.rule_labels=true"], "agent.rule_labels=True is not trained side by side"),
     (["agent.target_every=100"], "agent.target_every=100 is not trained side by side"),
+    (["agent.td_lambda=0.5"], "agent.td_lambda=0.5 is not trained side by side"),
     (["+experiment=qlearn_33"], "only agent dqn trains runs side by side"),
     (["network.tie_orbits=true", "network.bias=true"], "network.tie_orbits=true is not trained side by side"),
 ])

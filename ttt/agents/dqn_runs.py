@@ -68,7 +68,7 @@ RANDOM, FROZEN, BENCHMARK, SELF_PLAY = (OPPONENT_PHASES[k] for k in ("random", "
 # settings a run side by side cannot take: (key, the value that is allowed)
 UNSUPPORTED = (("rule_labels", False), ("random_labels", 0), ("rank_labels", 0), ("symmetry_augment", False),
                ("exact_forks", False), ("greedy_bootstrap", False), ("search_backup", False),
-               ("lr_final", 0.0), ("target_every", 0))
+               ("lr_final", 0.0), ("target_every", 0), ("td_lambda", 0.0))
 
 
 def check_side_by_side(cfg: DictConfig) -> None:

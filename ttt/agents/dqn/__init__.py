@@ -7,7 +7,7 @@ in reading order:
 
 * ``settings``: ``Config``, the settings and their defaults; the exploration schedule;
 * ``moves``: move selection by afterstate values, the rules' exact values in place of estimates;
-* ``td``: the TD(0) rule, the targets of one ply and the loss;
+* ``td``: the TD(0) rule, the targets of one ply and the loss; TD(λ)'s targets of a finished game;
 * ``labels``: what the rules know exactly, taught as labels and as rank pairs;
 * ``curriculum``: the opponents, the pool of frozen copies, the TensorBoard scalars;
 * ``trainer``: ``Trainer``, a batch of training games and one update per ply;
@@ -25,7 +25,7 @@ from ttt.agents.dqn.loop import check, train
 from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
 from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
-from ttt.agents.dqn.td import Targets, final_targets, td0_targets
+from ttt.agents.dqn.td import Targets, final_targets, lambda_targets, td0_targets
 from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, StackedOptimizer, Trainer, make_optimizer
 from ttt.games.exact import NO_RULES, Rules, rule_values
 
@@ -33,5 +33,6 @@ USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, tar
 
 __all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
            "DQNPlayer", "Rules", "StackedOptimizer", "Targets", "Trainer", "afterstate_values", "check",
-           "epsilon_at", "epsilon_greedy", "final_targets", "make_optimizer", "player_from_checkpoint", "rank_loss",
-           "rank_orders", "rank_pairs", "rule_targets", "rule_values", "td0_targets", "train", "training_rules"]
+           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer",
+           "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "rule_targets", "rule_values",
+           "td0_targets", "train", "training_rules"]

@@ -64,6 +64,8 @@ class Config:
     target_every: int = 0  # > 0: the TD(0) bootstrap values the chosen move with a copy of the network re-taken
     # every this many games (a target network: the learning network chooses, the copy values, as double
     # Q-learning separates them); 0: the learning network values its own choice, which biases the values up
+    td_lambda: float = 0.0  # > 0: each afterstate's target is its λ-return, computed when its game ends (TD(λ),
+    # forward view: td.lambda_targets); 1: the outcome itself (Monte Carlo); 0: TD(0), online, every ply
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -81,7 +83,7 @@ class Config:
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
-                                      "target_every": NON_NEGATIVE})
+                                      "target_every": NON_NEGATIVE, "td_lambda": UNIT})
         if self.rank_head and not self.rank_labels:
             raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
                               "set agent.rank_labels > 0 too")

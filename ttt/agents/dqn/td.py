@@ -10,6 +10,12 @@ Per learning seat of each game:
 * when the opponent's move ends the game, its last afterstate moves toward the reward (-1 loss,
   0 draw), with no bootstrap (``final_targets``). Losses are learned.
 
+With ``td_lambda`` > 0 the targets are λ-returns instead (``lambda_targets``, TD(λ) in its forward view,
+as TD-Gammon learned): each seat's afterstates of a game are kept, and when the game ends each moves
+toward ``gamma * ((1 - λ) * V(next afterstate) + λ * G(next afterstate))``, its last one toward the
+seat's outcome. λ = 0 gives the TD(0) targets above (delivered when the game ends); λ = 1 the
+discounted outcome (Monte Carlo), with no bootstrap, so no bias from the values' own errors.
+
 The bootstrap V(new afterstate) is the value move selection gave the chosen move
 (``bootstrap_values``): where the move-selection rules know an afterstate's value exactly (an exact
 win +1, with ``exact_losses`` an exact loss -1), that value, not the network's estimate. This is a
@@ -63,6 +69,29 @@ def final_targets(rows: np.ndarray, prev: np.ndarray, has_prev: np.ndarray, rewa
     """When a game ends on the opponent's move, the waiting seat's last afterstate moves toward its
     reward, ``-reward`` of the mover (-1 loss, 0 draw), with no bootstrap."""
     return Targets(prev[has_prev], -reward[has_prev], rows[has_prev])
+
+
+def lambda_targets(rows, obs, boot, length, outcome, gamma: float, lam: float) -> Targets:
+    """The λ-return targets of the afterstates of the finished games ``rows``, one trace per seat.
+
+    ``obs`` (E, 2, T, cells): each seat's afterstates in the order played; ``boot`` (E, 2, T): each one's
+    value as the TD(0) bootstrap took it when it was played (``bootstrap_values``; the reward where
+    terminal); ``length`` (E, 2): how many each seat played; ``outcome`` (E, 2): each seat's result
+    (+1, 0, -1). The last afterstate of a trace moves toward the outcome (a terminal one's exact value;
+    after the opponent's last move, TD(0)'s ``final_targets``), each earlier one toward
+    ``G_k = gamma * ((1 - lam) * boot_{k+1} + lam * G_{k+1})``: lam = 0 is ``td0_targets``' target,
+    lam = 1 the outcome discounted once per later afterstate of that seat. numpy or torch alike."""
+    xp = arrays_of(boot)
+    e, _, t = boot.shape
+    ret = xp.zeros((e, 2, t + 1), "float32")
+    padded = xp.zeros((e, 2, t + 1), "float32")  # boot with a 0 past the end
+    padded[:, :, :t] = boot
+    for k in range(t - 1, -1, -1):
+        later = gamma * ((1 - lam) * padded[:, :, k + 1] + lam * ret[:, :, k + 1])
+        ret[:, :, k] = xp.where(length - 1 == k, outcome, xp.where(length - 1 > k, later, 0.0 * later))
+    played = xp.arange(t)[None, None, :] < length[:, :, None]
+    game = xp.zeros((e, 2, t), "int64") + rows[:, None, None]
+    return Targets(obs[played], ret[:, :, :t][played], game[played])
 
 
 def bootstrap_values(values: torch.Tensor | None, chosen, xp, greedy: bool = False) -> np.ndarray:

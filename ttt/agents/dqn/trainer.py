@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import random
 
+import numpy as np
 import torch
 
 from ttt.agents.dqn import curriculum
@@ -25,7 +26,7 @@ from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
 from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
-from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, td0_targets, td_loss
+from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, lambda_targets, td0_targets, td_loss
 from ttt.checkpoint import CheckpointError, load_weights
 from ttt.config import agent_settings
 from ttt.device import array_device, torch_device
@@ -40,6 +41,7 @@ from ttt.players import BenchmarkPlayer
 # the per-game arrays a checkpoint holds: the BatchedGames state, then the trainer's own
 GAME_ARRAYS = ("board", "to_play", "done", "winner", "num_moves", "last_action")
 TRAINER_ARRAYS = ("agent_seat", "opponent", "pool_index", "prev", "has_prev")
+TRACE_ARRAYS = ("trace_obs", "trace_boot", "trace_len")  # with td_lambda > 0: each seat's afterstates so far
 
 
 def make_optimizer(settings: Config, net: torch.nn.Module) -> torch.optim.Optimizer:
@@ -160,6 +162,13 @@ class Trainer:
         self.pool_index = xp.zeros(num_envs, "int64")  # the frozen copy each game plays
         self.prev = xp.zeros((num_envs, 2, game.num_cells), "float32")  # last afterstate per seat
         self.has_prev = xp.zeros((num_envs, 2), "bool")
+        self.arrays = TRAINER_ARRAYS
+        if settings.td_lambda > 0:  # each seat's afterstates of the game so far and their bootstrap values
+            most = (game.num_cells + 1) // 2
+            self.trace_obs = xp.zeros((num_envs, 2, most, game.num_cells), "int8")  # boards: -1, 0, +1
+            self.trace_boot = xp.zeros((num_envs, 2, most), "float32")
+            self.trace_len = xp.zeros((num_envs, 2), "int64")
+            self.arrays = TRAINER_ARRAYS + TRACE_ARRAYS
         self.episodes = 0
         self.steps = 0
         # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
@@ -228,11 +237,14 @@ class Trainer:
         reward = xp.astype(xp.astype(g.winner, "int64") * mover, "float32")  # the mover's view, 0 if not over
         seat = xp.astype(mover[lrn] < 0, "int64")
         other = xp.astype(mover[ended] > 0, "int64")  # seat index of the player who did not move
-        parts = [
-            td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
-                        g.done[lrn], reward[lrn], float(settings.gamma)),
-            final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
-        ]
+        if settings.td_lambda > 0:
+            parts = [self._lambda_targets(lrn, seat, after, new_value, reward, ended)]
+        else:
+            parts = [
+                td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
+                            g.done[lrn], reward[lrn], float(settings.gamma)),
+                final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
+            ]
         if settings.rule_labels and tactics is not None:
             parts.append(rule_targets(lrn, views, tactics, float(settings.gamma), self.game,
                                       settings.fork_defence_labels, rng))
@@ -261,6 +273,22 @@ class Trainer:
                 self.target.load_state_dict(self.net.state_dict())
                 self.target_taken_at = self.episodes
         return batch
+
+    def _lambda_targets(self, lrn, seat, after, new_value, reward, ended) -> Targets:
+        """Keep each learner's new afterstate and its bootstrap value (its reward where terminal); the
+        λ-return targets of every afterstate of the games that ``ended`` (``td.lambda_targets``)."""
+        g, xp = self.games, self.xp
+        k = self.trace_len[lrn, seat]
+        self.trace_obs[lrn, seat, k] = xp.astype(after, "int8")
+        self.trace_boot[lrn, seat, k] = xp.where(g.done[lrn], reward[lrn], new_value)
+        self.trace_len[lrn, seat] += 1
+        sides = xp.asarray(np.array([1.0, -1.0], dtype=np.float32))  # seat 0 plays +1, seat 1 plays -1
+        outcome = xp.astype(g.winner[ended], "float32")[:, None] * sides[None, :]
+        targets = lambda_targets(ended, xp.astype(self.trace_obs[ended], "float32"), self.trace_boot[ended],
+                                 self.trace_len[ended], outcome, float(self.settings.gamma),
+                                 float(self.settings.td_lambda))
+        self.trace_len[ended] = 0
+        return targets
 
     def _symmetric(self, boards):
         """Each board as a random one of its symmetric images (``symmetry_augment``), else as it is."""
@@ -324,7 +352,7 @@ class Trainer:
             "episodes": self.episodes,
             "steps": self.steps,
             "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
-                     **{name: saved(getattr(self, name)) for name in TRAINER_ARRAYS}},
+                     **{name: saved(getattr(self, name)) for name in self.arrays}},
             "label_games": None if self.label_games is None else
             {name: saved(getattr(self.label_games, name)) for name in GAME_ARRAYS},
             "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
@@ -351,7 +379,9 @@ class Trainer:
             raise CheckpointError(f"this run was trained with device={saved_on}; resume it with device={saved_on}")
         for name in GAME_ARRAYS:
             getattr(g, name)[:] = xp.asarray(envs[name].numpy())
-        for name in TRAINER_ARRAYS:
+        for name in self.arrays:
+            if name in TRACE_ARRAYS and name not in envs:  # td_lambda turned on at resume: traces start now
+                continue
             saved = envs[name] if name in envs else envs["kind"]  # older checkpoints name it "kind"
             getattr(self, name)[:] = xp.asarray(saved.numpy())
         if self.label_games is not None:
