@@ -327,3 +327,16 @@ def test_cli_help_and_a_one_line_error():
     done = subprocess.run([*py, "game=3x3", "player=random"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "gives no values" in done.stderr
+
+
+def test_the_shipped_dqn_444_values_its_openings_above_minus_a_half():
+    # the checkpoint shipped before valued every opening near -1 (median -0.996) on a board the first player wins
+    result = cal.calibration(compose_calibration("games=20", "rollouts=1"))
+    assert result["player"] == "dqn_444" and result["openings"]["median"] > -0.5
+
+
+@pytest.mark.slow
+def test_the_shipped_dqn_444_is_calibrated_on_its_own_games():
+    # the default measure (500 positions of its own games, 16 continuations each); the checkpoint before: 0.695
+    result = cal.calibration(compose_calibration())
+    assert result["ece"] <= 0.15 and abs(result["outcomes"]["mean_value"] - result["outcomes"]["mean_outcome"]) < 0.1

@@ -210,6 +210,19 @@ def test_train_help_is_short_and_says_how_to_see_an_experiments_config():
     assert "--cfg job" in done.stdout and any(line.startswith("experiment: ") and "dqn_444" in line for line in lines)
 
 
+def test_dqn_444_is_dqn_444_values_with_monte_carlo_value_targets(compose_train):
+    # the value head learns outcomes (td_lambda 1) from its own games alone; the rank head orders the moves
+    main, values = compose_train(["+experiment=dqn_444"]), compose_train(["+experiment=dqn_444_values"])
+    changed = {k: (values.agent[k], v) for k, v in main.agent.items() if values.agent[k] != v}
+    assert changed == {"td_lambda": (0.0, 1.0), "target_every": (500, 0)}
+    a = main.agent
+    assert a.rank_head and a.rank_labels > 0 and not a.rule_labels and a.random_labels == 0
+    # the recipe shipped before keeps its name: rule labels, rank pairs on the value itself, TD(0)
+    labels = compose_train(["+experiment=dqn_444_labels"]).agent
+    assert labels.rule_labels and not labels.rank_head and labels.td_lambda == 0.0
+    assert compose_train(["+experiment=dqn_444_rank_head"]).agent == {**labels, "rank_head": True}
+
+
 def test_dqn_444_on_4x4_is_the_dqn_444_recipe_on_4x4(compose_train):
     qubic, small = compose_train(["+experiment=dqn_444"]), compose_train(["+experiment=dqn_444_on_4x4"])
     assert (qubic.game.name, small.game.name) == ("4x4x4", "4x4")
