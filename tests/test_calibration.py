@@ -94,15 +94,16 @@ class ConstantPlayer(Player):
 
 class RandomOutcomePlayer(ConstantPlayer):
     """Plays at random and values each move by the expected outcome of random play after it (times
-    ``sign``): with sign 1 its values are exactly the outcome rates its own games produce."""
+    ``sign``, plus ``offset``): with sign 1 its values are exactly the outcome rates its own games produce."""
 
-    def __init__(self, game, sign: float = 1.0) -> None:
+    def __init__(self, game, sign: float = 1.0, offset: float = 0.0) -> None:
         super().__init__(game)
-        self.sign = sign
+        self.sign, self.offset = sign, offset
 
     def action_values(self, state):
         p = state.to_play()
-        return {a: self.sign * p * _random_outcome(state.apply(a).board, -p) for a in state.legal_actions()}
+        return {a: self.offset + self.sign * p * _random_outcome(state.apply(a).board, -p)
+                for a in state.legal_actions()}
 
 
 # ---- against exact values
@@ -256,6 +257,27 @@ def test_values_equal_to_the_outcome_rates_give_an_ece_near_0_and_their_negation
     assert honest["ece"] < 0.05
     assert liar["ece"] > 0.4
     assert honest["ece"] == honest["outcomes"]["ece"]
+    # the correlation tells them apart by sign; it is the same measure however the values are scaled
+    assert honest["outcomes"]["pearson"] > 0.8 and liar["outcomes"]["pearson"] == pytest.approx(
+        -honest["outcomes"]["pearson"])
+
+
+def test_a_constant_value_is_calibrated_and_has_no_correlation():
+    # 3x3 random play: the first player's afterstates are worth more than the second's, but a constant
+    # equal to the mean outcome is calibrated all the same; the correlation is what it lacks
+    game = make_game("3x3")
+    honest = cal.measure(RandomOutcomePlayer(game), game, games=400, rollouts=64, seed=1)
+    mean = honest["outcomes"]["mean_outcome"]
+    flat = cal.measure(RandomOutcomePlayer(game, sign=0.0, offset=mean), game, games=400, rollouts=64, seed=1)
+    assert flat["outcomes"]["mean_outcome"] == mean and flat["ece"] < 0.02
+    assert flat["outcomes"]["pearson"] is None and flat["outcomes"]["value_sd"] == 0.0
+    assert flat["outcomes"]["outcome_sd"] == honest["outcomes"]["outcome_sd"] > 0.3
+
+
+def test_pearson_by_hand():
+    assert value_quality.pearson([1, 2, 3], [2, 4, 7]) == pytest.approx(
+        np.cov([1, 2, 3], [2, 4, 7])[0, 1] / np.sqrt(np.var([1, 2, 3], ddof=1) * np.var([2, 4, 7], ddof=1)))
+    assert value_quality.pearson([1, 2, 3], [5, 5, 5]) is None
 
 
 def test_the_perfect_player_without_exploration_is_calibrated_exactly():
@@ -290,7 +312,8 @@ def test_json_output_has_the_keys(tmp_path):
     assert saved["ece"] == result["ece"]
     assert set(saved["exact"]) >= {"sign_agreement", "mae", "spearman", "positions", "sampled", "classes"}
     assert saved["thresholds"] == {"win": 1 / 3, "loss": -1 / 3}
-    assert {"positions", "rollouts", "epsilon", "bins", "ece"} <= set(saved["outcomes"])
+    assert {"positions", "rollouts", "epsilon", "bins", "ece", "pearson", "value_sd", "outcome_sd"} <= set(
+        saved["outcomes"])
     assert {"median", "classes"} <= set(saved["openings"])
     assert saved["rules_apply"] is False
 

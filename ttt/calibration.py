@@ -28,7 +28,10 @@ Three measures:
   ``rollouts`` continuations of the player against itself, epsilon-greedy as well. Binned by the
   value into ``bins`` equal bins over [-1, 1]: the *reliability table* (per bin the positions, the
   mean value and the mean outcome) and the *expected calibration error*, ``ece = sum_b (n_b / n) *
-  |mean value_b - mean outcome_b|``, on the value scale (0 calibrated; at most 2).
+  |mean value_b - mean outcome_b|``, on the value scale (0 calibrated; at most 2). Beside it the
+  *correlation* (Pearson) of the values with the outcomes and the spread (sd) of each: a value that
+  is the same for every position can be calibrated (ece near 0) and still tell nothing; it cannot
+  correlate (null when the values are constant).
   ``figure=FILE.png`` draws the reliability diagram (extra ``plot``).
 * **Opening values**: the value of every first move, grouped by the orbits of the cells under the
   board's symmetries (``Game.symmetries``; 3x3: corner, edge, centre), with their median, and the
@@ -44,7 +47,8 @@ JSON (``output=FILE.json``)::
                              "spearman": ..., "classes": {...}}}
               (null on boards without exact values),
      "outcomes": {"positions": N, "rollouts": R, "epsilon": e, "ece": ..., "mean_value": ...,
-                  "mean_outcome": ..., "bins": [{"low", "high", "positions", "mean_value", "mean_outcome"}]},
+                  "mean_outcome": ..., "pearson": ..., "value_sd": ..., "outcome_sd": ...,
+                  "bins": [{"low", "high", "positions", "mean_value", "mean_outcome"}]},
      "openings": {"median": ..., "min": ..., "max": ..., "classes": [{"name", "cells", "values", "mean",
                   "exact"}]}}
 
@@ -79,6 +83,7 @@ from ttt.value_quality import (
     has_exact_values,
     movers,
     opening_values,
+    pearson,
 )
 
 
@@ -188,7 +193,9 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
     result["ece"] = ece
     result["exact"] = exact
     result["outcomes"] = {"positions": games, "rollouts": rollouts, "epsilon": epsilon, "ece": ece,
-                          "mean_value": float(values.mean()), "mean_outcome": float(outcomes.mean()), "bins": table}
+                          "mean_value": float(values.mean()), "mean_outcome": float(outcomes.mean()),
+                          "pearson": pearson(values, outcomes), "value_sd": float(values.std()),
+                          "outcome_sd": float(outcomes.std()), "bins": table}
     result["openings"] = opening_values(valuer, game)
     return result
 
@@ -213,9 +220,12 @@ def format_report(result: dict[str, Any]) -> str:
                          f"{own['epsilon']:g}, {own['positions']} afterstates): sign agreement "
                          f"{own['sign_agreement']:.3f}, mae {own['mae']:.3f} ({parts})")
     o = result["outcomes"]
+    r = "n/a" if o["pearson"] is None else f"{o['pearson']:.3f}"
     lines.append(f"outcomes ({o['positions']} self-play positions x {o['rollouts']} continuations, epsilon "
                  f"{o['epsilon']:g}): ece {o['ece']:.3f}, mean value {o['mean_value']:+.3f}, "
                  f"mean outcome {o['mean_outcome']:+.3f}")
+    lines.append(f"  correlation of value and outcome {r} (sd of the values {o['value_sd']:.3f}, of the outcomes "
+                 f"{o['outcome_sd']:.3f}): a constant value can be calibrated, it cannot correlate")
     lines.append(f"  {'bin':<15} {'positions':>9} {'value':>7} {'outcome':>8}")
     for b in o["bins"]:
         if b["positions"]:

@@ -103,12 +103,17 @@ def sign_class(values: np.ndarray) -> np.ndarray:
     return np.where(values > WIN_THRESHOLD, 1, np.where(values < -WIN_THRESHOLD, -1, 0)).astype(np.int8)
 
 
+def pearson(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Pearson's correlation of ``a`` and ``b``; None when either is constant."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    a, b = a - a.mean(), b - b.mean()
+    denom = np.sqrt((a * a).sum() * (b * b).sum())
+    return None if denom == 0 else float((a * b).sum() / denom)
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
     """Spearman's rank correlation of ``a`` and ``b`` (ties: mean ranks); None when either is constant."""
-    ra, rb = _ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64))
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return None if denom == 0 else float((ra * rb).sum() / denom)
+    return pearson(_ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64)))
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
