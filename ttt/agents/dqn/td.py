@@ -83,15 +83,15 @@ def lambda_targets(rows, obs, boot, length, outcome, gamma: float, lam: float) -
     lam = 1 the outcome discounted once per later afterstate of that seat. numpy or torch alike."""
     xp = arrays_of(boot)
     e, _, t = boot.shape
-    ret = xp.zeros((e, 2, t + 1), "float32")
-    padded = xp.zeros((e, 2, t + 1), "float32")  # boot with a 0 past the end
-    padded[:, :, :t] = boot
-    for k in range(t - 1, -1, -1):
-        later = gamma * ((1 - lam) * padded[:, :, k + 1] + lam * ret[:, :, k + 1])
-        ret[:, :, k] = xp.where(length - 1 == k, outcome, xp.where(length - 1 > k, later, 0.0 * later))
+    ret = xp.zeros((e, 2, t), "float32")
+    if e:  # last afterstate first; past a trace's end the entries are never read (``played``)
+        ret[:, :, t - 1] = outcome
+        for k in range(t - 2, -1, -1):
+            later = gamma * ((1 - lam) * boot[:, :, k + 1] + lam * ret[:, :, k + 1])
+            ret[:, :, k] = xp.where(length - 1 == k, outcome, later)
     played = xp.arange(t)[None, None, :] < length[:, :, None]
     game = xp.zeros((e, 2, t), "int64") + rows[:, None, None]
-    return Targets(obs[played], ret[:, :, :t][played], game[played])
+    return Targets(obs[played], ret[played], game[played])
 
 
 def bootstrap_values(values: torch.Tensor | None, chosen, xp, greedy: bool = False) -> np.ndarray:

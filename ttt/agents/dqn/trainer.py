@@ -168,6 +168,7 @@ class Trainer:
             self.trace_obs = xp.zeros((num_envs, 2, most, game.num_cells), "int8")  # boards: -1, 0, +1
             self.trace_boot = xp.zeros((num_envs, 2, most), "float32")
             self.trace_len = xp.zeros((num_envs, 2), "int64")
+            self.seat_sign = xp.asarray(np.array([1.0, -1.0], dtype=np.float32))  # seat 0 plays +1, seat 1 -1
             self.arrays = TRAINER_ARRAYS + TRACE_ARRAYS
         self.episodes = 0
         self.steps = 0
@@ -282,8 +283,7 @@ class Trainer:
         self.trace_obs[lrn, seat, k] = xp.astype(after, "int8")
         self.trace_boot[lrn, seat, k] = xp.where(g.done[lrn], reward[lrn], new_value)
         self.trace_len[lrn, seat] += 1
-        sides = xp.asarray(np.array([1.0, -1.0], dtype=np.float32))  # seat 0 plays +1, seat 1 plays -1
-        outcome = xp.astype(g.winner[ended], "float32")[:, None] * sides[None, :]
+        outcome = xp.astype(g.winner[ended], "float32")[:, None] * self.seat_sign[None, :]
         targets = lambda_targets(ended, xp.astype(self.trace_obs[ended], "float32"), self.trace_boot[ended],
                                  self.trace_len[ended], outcome, float(self.settings.gamma),
                                  float(self.settings.td_lambda))
