@@ -29,6 +29,7 @@ from ttt.agents.dqn import (
     training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
+from ttt.config import ConfigError
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -143,6 +144,33 @@ def test_self_play_learns_from_both_seats():
     assert [len(t) for _, t in plies] == [0, 0, 1, 1, 3]
     np.testing.assert_allclose(plies[4][1], [GAMMA, 1.0, -1.0])
     np.testing.assert_array_equal(plies[4][0][2], view([4, 8], [0, 1]))
+
+
+@pytest.mark.parametrize("opponent", ["random", "benchmark", "frozen"])
+def test_learn_opponent_moves_trains_the_opponents_afterstates_as_self_play_does(opponent):
+    plain = play_script(make_trainer(seats=[1], opponent=opponent, opponent_after=opponent), X_BEATS_O[0])
+    assert [len(t) for _, t in plain] == [0, 0, 1, 0, 2]  # X alone learns: its 2nd move, its win (2 targets)
+    both = play_script(make_trainer(seats=[1], opponent=opponent, opponent_after=opponent,
+                                    learn_opponent_moves=True), X_BEATS_O[0])
+    selfplay = play_script(make_trainer(seats=[1], opponent="self_play", opponent_after="self_play"), X_BEATS_O[0])
+    assert [len(t) for _, t in both] == [0, 0, 1, 1, 3]
+    for (obs, targets), (obs_sp, targets_sp) in zip(both, selfplay, strict=True):
+        np.testing.assert_array_equal(obs, obs_sp)
+        np.testing.assert_array_equal(targets, targets_sp)
+    # O's (the opponent's) first afterstate, from O's view, toward O's next one; its last one -> -1
+    trainer = make_trainer(seats=[1], opponent=opponent, opponent_after=opponent, learn_opponent_moves=True)
+    plies = play_script(trainer, X_BEATS_O[0][:4])
+    np.testing.assert_array_equal(plies[3][0][0], view([4], [0]))
+    assert plies[3][1][0] == pytest.approx(GAMMA * value(trainer, view([4, 8], [0, 1])), abs=1e-6)
+    np.testing.assert_array_equal(both[4][0][2], view([4, 8], [0, 1]))
+    assert both[4][1][2] == -1.0
+
+
+@pytest.mark.parametrize("key, bad", [("rule_labels", True), ("search_backup", True), ("random_labels", 4),
+                                      ("rank_labels", 4), ("td_lambda", 0.5)])
+def test_learn_opponent_moves_refuses_what_it_does_not_combine_with(key, bad):
+    with pytest.raises(ConfigError, match=f"agent.learn_opponent_moves=true does not combine with agent.{key}"):
+        Config(learn_opponent_moves=True, **{key: bad})
 
 
 def test_batched_games_compute_the_same_targets_as_sequential_ones():

@@ -53,6 +53,10 @@ def _moves_alone(game, network, agent, seed: int, num_envs: int, episodes: int) 
      Config(opponent="random", opponent_after="frozen", switch_episode=40, refresh_every=30, frozen_pool=3,
             frozen_epsilon=0.2, exact_losses=True, epsilon=0.3, epsilon_final=0.05, epsilon_decay_episodes=150),
      2, 100),
+    # the opponents' moves learned too (learn_opponent_moves): the benchmark player, then frozen copies
+    ("3x3", {"kind": "mlp", "hidden": [24, 12], "bias": True},
+     Config(opponent="benchmark", opponent_after="frozen", switch_episode=40, refresh_every=30, epsilon=0.3,
+            learn_opponent_moves=True), 2, 100),
 ])
 def test_each_run_side_by_side_makes_the_moves_of_its_seed_alone(board, network, agent, num_envs, episodes):
     game, seeds = make_game(board), [4, 5, 6]

@@ -211,21 +211,23 @@ class SideBySide:
         live_game = self.active[self.run_of]
         mover = g.to_play.copy()
         learner = self.learner_mask() & live_game
-        lrn = np.flatnonzero(learner)
+        # the games whose mover's afterstate is trained: the learners', and the opponents' with learn_opponent_moves
+        lrn = np.flatnonzero(live_game if a.learn_opponent_moves else learner)
+        mine = np.flatnonzero(learner[lrn])  # the learners among them
         chosen = np.full(len(g), -1, dtype=np.int64)
         values = self._values(lrn) if len(lrn) else None
-        if len(lrn):
+        if len(mine):
             greedy = values.argmax(1).numpy()
             legal = (values > float("-inf")).numpy()
-            runs = self.run_of[lrn]
+            runs = self.run_of[lrn[mine]]
             for r in np.unique(runs):  # each run's exploration draws, from its own stream
-                at = np.flatnonzero(runs == r)
+                at = mine[runs == r]
                 eps = epsilon_at(a, int(self.episodes[r]))
                 if eps > 0:
                     explore = self.rngs[r].random(len(at)) < eps
                     if explore.any():
                         greedy[at[explore]] = random_legal_actions(legal[at[explore]], self.rngs[r])
-            chosen[lrn] = greedy
+            chosen[lrn[mine]] = greedy[mine]
         self._opponent_moves(np.flatnonzero(~learner & live_game), chosen)
         rows = np.arange(len(lrn))
         new_value = values[torch.from_numpy(rows), torch.from_numpy(chosen[lrn])].numpy() if len(lrn) \

@@ -66,6 +66,9 @@ class Config:
     # Q-learning separates them); 0: the learning network values its own choice, which biases the values up
     td_lambda: float = 0.0  # > 0: each afterstate's target is its λ-return, computed when its game ends (TD(λ),
     # forward view: td.lambda_targets); 1: the outcome itself (Monte Carlo); 0: TD(0), online, every ply
+    learn_opponent_moves: bool = False  # the opponent's afterstates (random, benchmark or frozen player) are
+    # trained too, each from the opponent's view toward its next one (TD(0), as both seats are in self-play);
+    # the opponent still chooses its moves. Not with rule_labels, search_backup, random/rank labels or td_lambda
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -84,6 +87,11 @@ class Config:
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
                                       "target_every": NON_NEGATIVE, "td_lambda": UNIT})
+        if self.learn_opponent_moves:
+            for key in ("rule_labels", "search_backup", "random_labels", "rank_labels", "td_lambda"):
+                if getattr(self, key):
+                    raise ConfigError(f"agent.learn_opponent_moves=true does not combine with agent.{key}="
+                                      f"{getattr(self, key)}")
         if self.rank_head and not self.rank_labels:
             raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
                               "set agent.rank_labels > 0 too")

@@ -213,20 +213,25 @@ class Trainer:
         Returns the ply's training examples (before any symmetry augmentation), on the trainer's device."""
         g, rng, settings, xp = self.games, self.rng, self.settings, self.xp
         mover = xp.copy(g.to_play)
-        lrn = xp.flatnonzero(self.learner_mask())
+        learner = self.learner_mask()
+        lrn = xp.flatnonzero(learner)
+        # the games whose mover's afterstate is trained: the learners', and the opponents' with learn_opponent_moves
+        tr = xp.arange(len(g)) if settings.learn_opponent_moves else lrn
         chosen = xp.full(len(g), -1, "int64")
-        tactics = self.tactics(lrn)
+        tactics = self.tactics(tr)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
-        order, values = move_scores(self.net, g, lrn, self.rules, tactics) if len(lrn) else (None, None)
-        if self.target is not None and len(lrn):  # the move chosen by the network, valued by the copy
-            values = move_scores(self.target, g, lrn, self.rules, tactics)[1]
+        order, values = move_scores(self.net, g, tr, self.rules, tactics) if len(tr) else (None, None)
+        if self.target is not None and len(tr):  # the move chosen by the network, valued by the copy
+            values = move_scores(self.target, g, tr, self.rules, tactics)[1]
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
             if len(lrn):
-                chosen[lrn] = epsilon_greedy(order, epsilon_at(settings, self.episodes), rng, xp)
-            curriculum.opponent_moves(self, xp.flatnonzero(~self.learner_mask()), chosen)
-        new_value = bootstrap_values(values, chosen[lrn], xp, bool(settings.greedy_bootstrap))
+                mine = order if len(tr) == len(lrn) else order[lrn]
+                chosen[lrn] = epsilon_greedy(mine, epsilon_at(settings, self.episodes), rng, xp)
+            curriculum.opponent_moves(self, xp.flatnonzero(~learner), chosen)
+        new_value = bootstrap_values(values, chosen[tr], xp, bool(settings.greedy_bootstrap))
+        lrn = tr  # from here on: the games whose mover learns from this ply
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
         g_legal = g.legal_mask()[lrn] if settings.search_backup else None
