@@ -163,3 +163,40 @@ def test_long_settings_wrap_at_commas():
 
     assert wrap_items("a=1,bb=2,c=3", 8) == "a=1,bb=2\nc=3"
     assert wrap_items("a_very_long_item=1", 5) == "a_very_long_item=1"  # an item is never cut
+
+
+def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from ttt.curves import RunLog, runs_csv
+    from ttt.plot import PlotError, fact_labels, main, parse_args, parse_where, select
+
+    settings = [("a", "self_play", "online"), ("b", "self_play", "online"), ("a", "benchmark", "batched B=64 lr=0.04")]
+    curve = {"eval/benchmark/score": Curve(np.array([10, 20]), np.array([0.1, 0.2]))}
+    runs = [RunLog(tmp_path / f"{net}{regime}{seed}", (f"network={net}", f"regime={regime}", f"p={protocol}"), True,
+                   seed, "4x4x4_gravity", curve,
+                   {"network": net, "regime": regime, "bias": "true", "protocol": protocol})
+            for net, regime, protocol in settings for seed in (0, 1)]
+    table = tmp_path / "runs.csv"
+    table.write_text(runs_csv(runs, "eval/benchmark/score", 1))
+    groups = group_runs(find_runs(table))
+    assert parse_where("network:a|c, protocol:online") == {"network": {"a", "c"}, "protocol": {"online"}}
+    kept = select(groups, parse_where("network:a"))
+    assert sorted(r.facts["regime"] for runs in kept.values() for r in runs) == ["benchmark"] * 2 + ["self_play"] * 2
+    kept = select(groups, parse_where("regime:self_play,protocol:online|batched B=64 lr=0.04"))
+    assert sorted({r.facts["network"] for runs in kept.values() for r in runs}) == ["a", "b"]
+    with pytest.raises(PlotError, match="no runs match where=network:z"):
+        select(groups, parse_where("network:z"))
+    for bad in ("where=seed:1", "where=network", "panels=seed", "panels=regime figure=outcomes",
+                "panels=regime tags=[x,y]"):
+        with pytest.raises(PlotError):
+            parse_args([str(table), *bad.split(" ")])
+    facts = [runs[0].facts for runs in groups.values()]
+    shared, labels = fact_labels(facts, "regime")
+    assert shared == ["bias true"]
+    assert sorted(labels) == ["a, batched B=64 lr=0.04", "a, online", "b, online"]
+    assert fact_labels([facts[0], facts[0]]) == (
+        ["network a", "regime benchmark", "bias true", "protocol batched B=64 lr=0.04"], [])
+    out = tmp_path / "panels.png"
+    main([str(table), "panels=regime", "where=bias:true", f"output={out}"])
+    assert "6 runs in 3 settings" in capsys.readouterr().out
+    assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 10_000

@@ -20,6 +20,13 @@ Arguments (``key=value`` after ``DIR``):
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
 ``output=FIG.png``   where to write the figure (default ``DIR/<figure>.png``)
+``where=KEY:V|V,...`` only the runs whose facts match: ``network``, ``regime``, ``bias`` or ``protocol``
+                     (what ``summarize.py format=runs`` names a run by), each with one or more values
+                     separated by ``|``; e.g. ``where=network:structured_deep`` or
+                     ``where=bias:true,protocol:online|batched B=64 lr=0.04``
+``panels=KEY``       with ``figure=curves`` and one tag: one panel per value of that fact (e.g.
+                     ``panels=regime``), each setting's line named by the facts that differ, in one
+                     colour in every panel
 
 Needs matplotlib (``pip install -e '.[plot]'``); draws with the Agg backend, no display needed.
 """
@@ -36,7 +43,9 @@ from ttt.cli import plain_help, run_cli, write_with_fallback
 from ttt.curves import Band, RunLog, eval_tag, find_runs, group_runs, mean_band, short_labels
 
 FIGURES = ("curves", "openings", "outcomes")
-DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": ""}
+DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": "", "where": "",
+            "panels": ""}
+FACTS = ("network", "regime", "bias", "protocol")  # what a run is named by (ttt.curves.run_facts)
 # tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
 OPENING_TAG = re.compile(r"^(?:train/opening_value|eval/values/opening)/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
@@ -61,7 +70,35 @@ def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
         opts[key] = value
     if opts["figure"] not in FIGURES:
         raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {opts['figure']!r}")
+    parse_where(opts["where"])
+    if opts["panels"]:
+        if opts["panels"] not in FACTS:
+            raise PlotError(f"panels must be one of {', '.join(FACTS)}, got {opts['panels']!r}")
+        if opts["figure"] != "curves" or len(parse_list(opts["tags"])) != 1:
+            raise PlotError("panels= draws figure=curves of one tag")
     return root, opts
+
+
+def parse_where(text: str) -> dict[str, set[str]]:
+    """``network:a|b,bias:true`` -> ``{"network": {"a", "b"}, "bias": {"true"}}``; bad keys raise ``PlotError``."""
+    where: dict[str, set[str]] = {}
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        key, sep, values = item.partition(":")
+        if not sep or key.strip() not in FACTS or not values.strip():
+            raise PlotError(f"where= takes KEY:VALUE[|VALUE...] items with KEY one of {', '.join(FACTS)}, "
+                            f"got {item!r}")
+        where.setdefault(key.strip(), set()).update(v.strip() for v in values.split("|"))
+    return where
+
+
+def select(groups: dict[str, list[RunLog]], where: dict[str, set[str]]) -> dict[str, list[RunLog]]:
+    """The settings whose runs' facts match every condition of ``where``; ``PlotError`` if none do."""
+    kept = {label: runs for label, runs in groups.items()
+            if all(runs[0].facts.get(key) in values for key, values in where.items())}
+    if not kept:
+        shown = ", ".join(f"{k}:{'|'.join(sorted(v))}" for k, v in where.items())
+        raise PlotError(f"no runs match where={shown}")
+    return kept
 
 
 def load_groups(root: Path) -> dict[str, list[RunLog]]:
@@ -105,7 +142,7 @@ def bounds_of(tag: str) -> tuple[float, float] | None:
     return (0.0, 1.0) if tag.startswith("eval/") and tag.endswith(("score", "_rate")) else None
 
 
-def _figure(panels: int):
+def _figure(panels: int, height: float = 3.6):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +150,7 @@ def _figure(panels: int):
 
     cols = min(panels, 3)
     rows = -(-panels // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, height * rows), squeeze=False)
     for ax in axes.ravel()[panels:]:
         ax.set_visible(False)
     return fig, axes.ravel()[:panels]
@@ -133,6 +170,7 @@ def wrap_items(text: str, width: int) -> str:
 def _finish(fig, axes, title: str, output: Path) -> Path:
     for ax in axes:
         ax.set_xlabel("training games")
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:  # below the panel: long settings would cover the curves
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
@@ -167,6 +205,44 @@ def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) 
                 _draw_band(ax, band, label, bounds=bounds_of(tag))
         ax.set_ylabel(tag)
     return _finish(fig, axes, common, output)
+
+
+def plot_panels(groups: dict[str, list[RunLog]], tag: str, key: str, output: Path) -> Path:
+    """One panel per value of the fact ``key``, one line per setting: the mean over seeds and its 95%
+    band. Lines are named by the facts that differ between the settings (else by their settings), and
+    a setting keeps its colour in every panel."""
+    import matplotlib
+
+    if tag not in _all_tags(groups):
+        raise PlotError(f"no run logs {tag!r}")
+    facts = [runs[0].facts for runs in groups.values()]
+    shared, labels = fact_labels(facts, key)
+    common, settings = short_labels(list(groups))
+    title = ", ".join(shared) if labels else common
+    labels = labels or settings
+    values = sorted({f.get(key, "?") for f in facts})
+    names = list(dict.fromkeys(labels))
+    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    colors = {label: cmap(i % cmap.N) for i, label in enumerate(names)}
+    fig, axes = _figure(len(values), height=4.4)
+    for ax, value in zip(axes, values, strict=True):
+        for label, runs, f in zip(labels, groups.values(), facts, strict=True):
+            band = _band(runs, tag) if f.get(key, "?") == value else None
+            if band is not None:
+                _draw_band(ax, band, label, colors[label], bounds_of(tag))
+        ax.set_ylabel(tag)
+        ax.set_title(f"{key}: {value}", fontsize=9)
+        if bounds_of(tag):
+            ax.set_ylim(-0.02, 1.02)
+    return _finish(fig, axes, title, output)
+
+
+def fact_labels(facts: list[dict[str, str]], skip: str = "") -> tuple[list[str], list[str]]:
+    """(the facts all settings share, as ``key value``; each setting named by the facts that differ,
+    joined by commas, or no names when none differ), leaving out the fact ``skip``."""
+    differ = [k for k in FACTS if k != skip and len({f.get(k, "") for f in facts}) > 1]
+    shared = [f"{k} {facts[0][k]}" for k in FACTS if k != skip and k not in differ and k in facts[0]]
+    return shared, [", ".join(f.get(k, "?") for k in differ) for f in facts] if differ else []
 
 
 def plot_openings(groups: dict[str, list[RunLog]], output: Path) -> Path:
@@ -221,12 +297,15 @@ def plot_outcomes(groups: dict[str, list[RunLog]], opponent: str, output: Path) 
 
 
 def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[str] | None = None,
-         opponent: str = "") -> Path:
-    """Draw ``figure`` for grouped runs into ``output``."""
+         opponent: str = "", where: str = "", panels: str = "") -> Path:
+    """Draw ``figure`` for grouped runs (those matching ``where``) into ``output``."""
     try:
         import matplotlib  # noqa: F401
     except ImportError as e:
         raise PlotError("needs matplotlib: pip install -e '.[plot]'") from e
+    groups = select(groups, parse_where(where)) if where else groups
+    if panels:
+        return plot_panels(groups, (tags or ["eval/benchmark/score"])[0], panels, output)
     if figure == "curves":
         return plot_curves(groups, tags or ["eval/benchmark/score"], output)
     if figure == "openings":
@@ -237,10 +316,11 @@ def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[
 
 
 def plot(root: str | Path, figure: str = "curves", tags: list[str] | None = None, opponent: str = "",
-         output: str | Path | None = None) -> Path:
+         output: str | Path | None = None, where: str = "", panels: str = "") -> Path:
     """Draw ``figure`` for the runs under ``root`` into ``output`` (default ``root/<figure>.png``)."""
     root = Path(root)
-    return draw(load_groups(root), figure, Path(output) if output else root / f"{figure}.png", tags, opponent)
+    return draw(load_groups(root), figure, Path(output) if output else root / f"{figure}.png", tags, opponent,
+                where, panels)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -254,8 +334,10 @@ def main(argv: list[str] | None = None) -> None:
 def _draw_command(argv: list[str]) -> None:
     root, opts = parse_args(argv)
     groups = load_groups(root)
+    if opts["where"]:
+        groups = select(groups, parse_where(opts["where"]))
     out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
-               parse_list(opts["tags"]), opts["opponent"])
+               parse_list(opts["tags"]), opts["opponent"], panels=opts["panels"])
     print(f"ttt.plot: wrote {out} ({sum(len(v) for v in groups.values())} runs in {len(groups)} settings)")
 
 
