@@ -168,7 +168,9 @@ def test_long_settings_wrap_at_commas():
 def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     from ttt.curves import RunLog, runs_csv
-    from ttt.plot import PlotError, fact_labels, main, parse_args, parse_where, select
+    from ttt.plot import PlotError, fact_labels, games_label, main, parse_args, parse_where, select
+
+    assert [games_label(x) for x in (0, 500, 25_000, 1_000_000, 1_500_000)] == ["0", "500", "25k", "1M", "1.5M"]
 
     settings = [("a", "self_play", "online"), ("b", "self_play", "online"), ("a", "benchmark", "batched B=64 lr=0.04")]
     curve = {"eval/benchmark/score": Curve(np.array([10, 20]), np.array([0.1, 0.2]))}

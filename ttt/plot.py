@@ -167,10 +167,15 @@ def wrap_items(text: str, width: int) -> str:
     return "\n".join(lines)
 
 
+def games_label(x: float, _pos=None) -> str:
+    """A tick of training games: 25k, 1.5M."""
+    return f"{x / 1e6:g}M" if abs(x) >= 1e6 else f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}"
+
+
 def _finish(fig, axes, title: str, output: Path) -> Path:
     for ax in axes:
         ax.set_xlabel("training games")
-        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}")
+        ax.xaxis.set_major_formatter(games_label)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:  # below the panel: long settings would cover the curves
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
