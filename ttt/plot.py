@@ -101,9 +101,9 @@ def select(groups: dict[str, list[RunLog]], where: dict[str, set[str]]) -> dict[
     return kept
 
 
-def load_groups(root: Path) -> dict[str, list[RunLog]]:
-    """The runs under ``root`` (a folder, or a CSV file of runs: ``ttt.curves.runs_csv``) by setting;
-    ``PlotError`` if there are none."""
+def load_groups(root: Path, where: str = "") -> dict[str, list[RunLog]]:
+    """The runs under ``root`` (a folder, or a CSV file of runs: ``ttt.curves.runs_csv``) by setting,
+    those whose facts match ``where`` (``parse_where``); ``PlotError`` if there are none."""
     if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
         raise PlotError(f"{root}: no such folder (or CSV file of runs)")
     try:
@@ -112,7 +112,8 @@ def load_groups(root: Path) -> dict[str, list[RunLog]]:
         raise PlotError(str(e)) from None
     if not runs:
         raise PlotError(f"no runs under {root} (a run is a folder with a tb/ TensorBoard log)")
-    return group_runs(runs)
+    groups = group_runs(runs)
+    return select(groups, parse_where(where)) if where else groups
 
 
 def _all_tags(groups: dict[str, list[RunLog]]) -> set[str]:
@@ -302,13 +303,12 @@ def plot_outcomes(groups: dict[str, list[RunLog]], opponent: str, output: Path) 
 
 
 def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[str] | None = None,
-         opponent: str = "", where: str = "", panels: str = "") -> Path:
-    """Draw ``figure`` for grouped runs (those matching ``where``) into ``output``."""
+         opponent: str = "", panels: str = "") -> Path:
+    """Draw ``figure`` for grouped runs into ``output``."""
     try:
         import matplotlib  # noqa: F401
     except ImportError as e:
         raise PlotError("needs matplotlib: pip install -e '.[plot]'") from e
-    groups = select(groups, parse_where(where)) if where else groups
     if panels:
         return plot_panels(groups, (tags or ["eval/benchmark/score"])[0], panels, output)
     if figure == "curves":
@@ -324,8 +324,8 @@ def plot(root: str | Path, figure: str = "curves", tags: list[str] | None = None
          output: str | Path | None = None, where: str = "", panels: str = "") -> Path:
     """Draw ``figure`` for the runs under ``root`` into ``output`` (default ``root/<figure>.png``)."""
     root = Path(root)
-    return draw(load_groups(root), figure, Path(output) if output else root / f"{figure}.png", tags, opponent,
-                where, panels)
+    return draw(load_groups(root, where), figure, Path(output) if output else root / f"{figure}.png", tags,
+                opponent, panels)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -338,9 +338,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _draw_command(argv: list[str]) -> None:
     root, opts = parse_args(argv)
-    groups = load_groups(root)
-    if opts["where"]:
-        groups = select(groups, parse_where(opts["where"]))
+    groups = load_groups(root, opts["where"])
     out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
                parse_list(opts["tags"]), opts["opponent"], panels=opts["panels"])
     print(f"ttt.plot: wrote {out} ({sum(len(v) for v in groups.values())} runs in {len(groups)} settings)")

@@ -214,24 +214,24 @@ class Trainer:
         g, rng, settings, xp = self.games, self.rng, self.settings, self.xp
         mover = xp.copy(g.to_play)
         learner = self.learner_mask()
-        lrn = xp.flatnonzero(learner)
         # the games whose mover's afterstate is trained: the learners', and the opponents' with learn_opponent_moves
-        tr = xp.arange(len(g)) if settings.learn_opponent_moves else lrn
+        lrn = xp.arange(len(g)) if settings.learn_opponent_moves else xp.flatnonzero(learner)
         chosen = xp.full(len(g), -1, "int64")
-        tactics = self.tactics(tr)
+        tactics = self.tactics(lrn)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
-        order, values = move_scores(self.net, g, tr, self.rules, tactics) if len(tr) else (None, None)
-        if self.target is not None and len(tr):  # the move chosen by the network, valued by the copy
-            values = move_scores(self.target, g, tr, self.rules, tactics)[1]
+        order, values = move_scores(self.net, g, lrn, self.rules, tactics) if len(lrn) else (None, None)
+        if self.target is not None and len(lrn):  # the move chosen by the network, valued by the copy
+            values = move_scores(self.target, g, lrn, self.rules, tactics)[1]
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
-            if len(lrn):
-                mine = order if len(tr) == len(lrn) else order[lrn]
-                chosen[lrn] = epsilon_greedy(mine, epsilon_at(settings, self.episodes), rng, xp)
+            # the learners among them choose by the network (all of them unless the opponents' moves are trained)
+            mine = xp.flatnonzero(learner[lrn]) if settings.learn_opponent_moves else None
+            rows, scores = (lrn, order) if mine is None else (lrn[mine], order[mine])
+            if len(rows):
+                chosen[rows] = epsilon_greedy(scores, epsilon_at(settings, self.episodes), rng, xp)
             curriculum.opponent_moves(self, xp.flatnonzero(~learner), chosen)
-        new_value = bootstrap_values(values, chosen[tr], xp, bool(settings.greedy_bootstrap))
-        lrn = tr  # from here on: the games whose mover learns from this ply
+        new_value = bootstrap_values(values, chosen[lrn], xp, bool(settings.greedy_bootstrap))
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
         g_legal = g.legal_mask()[lrn] if settings.search_backup else None
