@@ -1,7 +1,7 @@
 """Summarise a multirun in the shape of the paper's results table, as Markdown or CSV.
 
     python experiments/summarize.py (SWEEP_FOLDER | RUNS.csv) [tag=eval/benchmark/score] [last=40]
-                                    [format=md|csv|runs|paper]
+                                    [format=md|csv|runs|paper|fidelity] [where=KEY:V|V,...]
 
 For every run under the given folder (a folder with a ``tb/`` TensorBoard log), or every row of a
 CSV file that ``format=runs`` wrote, it reads the curve of ``tag``, takes its peak and the mean of
@@ -10,6 +10,12 @@ see ``ttt.curves``: the seeds of one setting form one row), and prints mean +- s
 over the runs of each group, in percent, with n (runs) and the number of points per run. A group
 with a run of fewer than ``last`` points gets no end value but a note saying so; it is never
 averaged over fewer points.
+
+where=KEY:V|V,...  only the runs whose facts match (``ttt.curves.parse_where``): KEY one of network,
+              regime, bias, protocol, values separated by ``|``; e.g.
+              ``where=bias:true,protocol:online|batched B=64 lr=0.04``. A run matches when it has
+              one of the values of every KEY; alternatives separated by ``;`` keep the runs that
+              match one.
 
 format=md     one Markdown row per setting (the default)
 format=csv    the same as CSV
@@ -35,7 +41,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from ttt.curves import RunLog, find_runs, group_runs, runs_csv, short_labels, t975
+from ttt.curves import RunLog, find_runs, group_runs, match_runs, parse_where, runs_csv, short_labels, t975
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
 FORMATS = ("md", "csv", "runs", "paper", "fidelity")
@@ -274,11 +280,13 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if argv else 2)
-    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md", "at": DEFAULT_AT}
+    root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md", "at": DEFAULT_AT,
+                        "where": ""}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,...")
+            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,... "
+                     "where=KEY:V|V,...")
         opts[key] = value
     if opts["format"] not in FORMATS:
         sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
@@ -287,7 +295,8 @@ def main(argv: list[str]) -> None:
     tag, last = opts["tag"], parse_last(opts["last"])
     try:
         runs = find_runs(root)
-    except ValueError as e:  # a CSV file that is not a table of runs
+        runs = match_runs(runs, parse_where(opts["where"]))
+    except ValueError as e:  # a CSV file that is not a table of runs, a bad where=, or no run matches it
         sys.exit(f"summarize: {e}")
     groups = group_runs(r for r in runs if len(r.curves.get(tag, ())))
     rows = summarize(root, tag, last, groups)

@@ -167,8 +167,8 @@ def test_long_settings_wrap_at_commas():
 
 def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from ttt.curves import RunLog, runs_csv
-    from ttt.plot import PlotError, fact_labels, games_label, main, parse_args, parse_where, select
+    from ttt.curves import RunLog, match_runs, parse_where, runs_csv
+    from ttt.plot import PlotError, fact_labels, games_label, load_groups, main, parse_args
 
     assert [games_label(x) for x in (0, 500, 25_000, 1_000_000, 1_500_000)] == ["0", "500", "25k", "1M", "1.5M"]
 
@@ -181,13 +181,22 @@ def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, ca
     table = tmp_path / "runs.csv"
     table.write_text(runs_csv(runs, "eval/benchmark/score", 1))
     groups = group_runs(find_runs(table))
-    assert parse_where("network:a|c, protocol:online") == {"network": {"a", "c"}, "protocol": {"online"}}
-    kept = select(groups, parse_where("network:a"))
-    assert sorted(r.facts["regime"] for runs in kept.values() for r in runs) == ["benchmark"] * 2 + ["self_play"] * 2
-    kept = select(groups, parse_where("regime:self_play,protocol:online|batched B=64 lr=0.04"))
+    assert parse_where("network:a|c, protocol:online") == [{"network": {"a", "c"}, "protocol": {"online"}}]
+    assert parse_where("network:a;protocol:online,bias:true") == [{"network": {"a"}},
+                                                                   {"protocol": {"online"}, "bias": {"true"}}]
+    assert parse_where("") == [] and len(match_runs(find_runs(table), [])) == 6
+    kept = match_runs(find_runs(table), parse_where("network:a"))
+    assert sorted(r.facts["regime"] for r in kept) == ["benchmark"] * 2 + ["self_play"] * 2
+    kept = load_groups(table, "regime:self_play,protocol:online|batched B=64 lr=0.04")
     assert sorted({r.facts["network"] for runs in kept.values() for r in runs}) == ["a", "b"]
+    assert len(kept) == 2 and all(len(runs) == 2 for runs in kept.values())
+    kept = match_runs(find_runs(table), parse_where("network:b;regime:benchmark,protocol:batched B=64 lr=0.04"))
+    assert sorted((r.facts["network"], r.facts["regime"]) for r in kept) == [("a", "benchmark")] * 2 + [
+        ("b", "self_play")] * 2
+    with pytest.raises(ValueError, match="no runs match where=network:z"):
+        match_runs(find_runs(table), parse_where("network:z"))
     with pytest.raises(PlotError, match="no runs match where=network:z"):
-        select(groups, parse_where("network:z"))
+        load_groups(table, "network:z")
     for bad in ("where=seed:1", "where=network", "panels=seed", "panels=regime figure=outcomes",
                 "panels=regime tags=[x,y]"):
         with pytest.raises(PlotError):

@@ -199,6 +199,24 @@ def test_paper_table_gives_the_papers_rows_and_whether_each_lies_within_two_sd(t
     assert empty == "| wide unstructured (`mlp_wide`) | self-play |  |  | 54.1 ± 5.5 | 36.1 ± 7.1 |  |  |  |  |  |"
 
 
+def test_where_keeps_the_runs_whose_facts_match_in_every_format(tmp_path, summarize, capsys):
+    import csv
+
+    grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
+    grid_run(tmp_path, "c0", "structured_deep", "benchmark", 0, [0.10, 0.20, 0.30], bias=False)
+    grid_run(tmp_path, "b0", "mlp_small", "self_play", 0, [0.10, 0.30])
+    summarize.main([str(tmp_path), "last=2", "format=paper", "where=bias:true"])
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if "`structured_deep`" in line and "benchmark" in line]
+    assert [row.split(" | ")[2] for row in rows] == ["true"]  # the bias-free run is left out
+    summarize.main([str(tmp_path), "last=2", "format=runs", "where=network:mlp_small|mlp_wide,regime:self_play"])
+    assert [r["network"] for r in csv.DictReader(capsys.readouterr().out.splitlines())] == ["mlp_small"]
+    for bad, reason in (("where=seed:0", "where= takes KEY:VALUE"), ("where=network:mlp_wide", "no runs match")):
+        with pytest.raises(SystemExit) as err:
+            summarize.main([str(tmp_path), bad])
+        assert reason in str(err.value)
+
+
 def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_games(tmp_path, summarize):
     from ttt.curves import find_runs
 

@@ -89,6 +89,10 @@ class RunLog:
         return sorted(self.curves)
 
 
+#: what a run is named by (``run_facts``), in the order the CSV of runs and the tables write them
+FACTS = ("network", "regime", "bias", "protocol")
+
+
 def run_facts(config: dict, choices: dict | None = None) -> dict[str, str]:
     """What a results table names a run by, from its resolved config and Hydra's config-group choices:
     the network (the ``network`` config's name, else its kind), the regime (the training opponent:
@@ -108,6 +112,38 @@ def run_facts(config: dict, choices: dict | None = None) -> dict[str, str]:
         b = int(config["num_envs"])
         facts["protocol"] = "online" if b == 1 else f"batched B={b} lr={agent.get('lr')}"
     return facts
+
+
+def parse_where(text: str) -> list[dict[str, set[str]]]:
+    """``network:a|b,bias:true;protocol:online`` -> ``[{"network": {"a", "b"}, "bias": {"true"}},
+    {"protocol": {"online"}}]``: the runs to keep, by their facts (``FACTS``). A run is kept when it
+    matches one of the ``;``-separated alternatives: each of its ``KEY:V|V`` items, one of the values;
+    ``ValueError`` names a bad item. An empty text keeps every run."""
+    alternatives = []
+    for part in text.split(";"):
+        where: dict[str, set[str]] = {}
+        for item in (x.strip() for x in part.split(",") if x.strip()):
+            key, sep, values = item.partition(":")
+            if not sep or key.strip() not in FACTS or not values.strip():
+                raise ValueError(f"where= takes KEY:VALUE[|VALUE...] items, separated by ',' (and) and ';' (or), "
+                                 f"with KEY one of {', '.join(FACTS)}, got {item!r}")
+            where.setdefault(key.strip(), set()).update(v.strip() for v in values.split("|"))
+        if where:
+            alternatives.append(where)
+    return alternatives
+
+
+def match_runs(runs: Iterable[RunLog], where: list[dict[str, set[str]]]) -> list[RunLog]:
+    """The runs whose facts match one of the alternatives of ``where`` (``parse_where``; all runs when
+    it has none); ``ValueError`` if there are runs and none matches."""
+    runs = list(runs)
+    if not where:
+        return runs
+    kept = [r for r in runs if any(all(r.facts.get(k) in values for k, values in alt.items()) for alt in where)]
+    if runs and not kept:
+        shown = ";".join(",".join(f"{k}:{'|'.join(sorted(v))}" for k, v in alt.items()) for alt in where)
+        raise ValueError(f"no runs match where={shown}")
+    return kept
 
 
 def _flatten(node, prefix: str = "") -> list[str]:
@@ -179,8 +215,7 @@ def find_runs(root: str | Path) -> list[RunLog]:
 
 # ------------------------------------------------------------------------------------ runs as CSV
 #: the columns of ``runs_csv`` before the test points (one column per training-game count)
-RUN_COLUMNS = ("setting", "network", "regime", "bias", "protocol", "game", "seed", "tag", "points", "peak",
-               "end_last", "end_mean", "dir")
+RUN_COLUMNS = ("setting", *FACTS, "game", "seed", "tag", "points", "peak", "end_last", "end_mean", "dir")
 
 
 def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | None = None) -> str:
@@ -202,7 +237,7 @@ def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | Non
         c = r.curves[tag]
         at = dict(zip(c.steps.tolist(), c.values.tolist(), strict=True))
         end = f"{float(np.mean(c.values[-last:])):.4f}" if len(c) >= last else ""
-        w.writerow([",".join(r.setting), *(r.facts.get(k, "") for k in ("network", "regime", "bias", "protocol")),
+        w.writerow([",".join(r.setting), *(r.facts.get(k, "") for k in FACTS),
                     r.game or "", "" if r.seed is None else r.seed, tag, len(c), f"{float(c.values.max()):.4f}",
                     last, end, _relative(r.dir, root), *("" if s not in at else f"{at[s]:.4f}" for s in steps)])
     return out.getvalue()
@@ -235,7 +270,7 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
             cell = dict(zip(head, row, strict=True))
             points = [(s, float(v)) for s, v in zip(steps, row[len(RUN_COLUMNS):], strict=True) if v != ""]
             curve = Curve(np.array([s for s, _ in points], dtype=np.int64), np.array([v for _, v in points]))
-            facts = {k: cell[k] for k in ("network", "regime", "bias", "protocol") if cell[k]}
+            facts = {k: cell[k] for k in FACTS if cell[k]}
             runs.append(RunLog(Path(cell["dir"]), tuple(x for x in cell["setting"].split(",") if x), True,
                                int(cell["seed"]) if cell["seed"] else None, cell["game"] or None,
                                {cell["tag"]: curve}, facts))

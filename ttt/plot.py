@@ -23,7 +23,8 @@ Arguments (``key=value`` after ``DIR``):
 ``where=KEY:V|V,...`` only the runs whose facts match: ``network``, ``regime``, ``bias`` or ``protocol``
                      (what ``summarize.py format=runs`` names a run by), each with one or more values
                      separated by ``|``; e.g. ``where=network:structured_deep`` or
-                     ``where=bias:true,protocol:online|batched B=64 lr=0.04``
+                     ``where=bias:true,protocol:online|batched B=64 lr=0.04``; alternatives separated
+                     by ``;`` keep the runs that match one (``ttt.curves.parse_where``)
 ``panels=KEY``       with ``figure=curves`` and one tag: one panel per value of that fact (e.g.
                      ``panels=regime``), each setting's line named by the facts that differ, in one
                      colour in every panel
@@ -40,12 +41,22 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import plain_help, run_cli, write_with_fallback
-from ttt.curves import Band, RunLog, eval_tag, find_runs, group_runs, mean_band, short_labels
+from ttt.curves import (
+    FACTS,
+    Band,
+    RunLog,
+    eval_tag,
+    find_runs,
+    group_runs,
+    match_runs,
+    mean_band,
+    parse_where,
+    short_labels,
+)
 
 FIGURES = ("curves", "openings", "outcomes")
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": "", "where": "",
             "panels": ""}
-FACTS = ("network", "regime", "bias", "protocol")  # what a run is named by (ttt.curves.run_facts)
 # tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
 OPENING_TAG = re.compile(r"^(?:train/opening_value|eval/values/opening)/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
@@ -70,35 +81,16 @@ def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
         opts[key] = value
     if opts["figure"] not in FIGURES:
         raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {opts['figure']!r}")
-    parse_where(opts["where"])
+    try:
+        parse_where(opts["where"])
+    except ValueError as e:
+        raise PlotError(str(e)) from None
     if opts["panels"]:
         if opts["panels"] not in FACTS:
             raise PlotError(f"panels must be one of {', '.join(FACTS)}, got {opts['panels']!r}")
         if opts["figure"] != "curves" or len(parse_list(opts["tags"])) != 1:
             raise PlotError("panels= draws figure=curves of one tag")
     return root, opts
-
-
-def parse_where(text: str) -> dict[str, set[str]]:
-    """``network:a|b,bias:true`` -> ``{"network": {"a", "b"}, "bias": {"true"}}``; bad keys raise ``PlotError``."""
-    where: dict[str, set[str]] = {}
-    for item in (x.strip() for x in text.split(",") if x.strip()):
-        key, sep, values = item.partition(":")
-        if not sep or key.strip() not in FACTS or not values.strip():
-            raise PlotError(f"where= takes KEY:VALUE[|VALUE...] items with KEY one of {', '.join(FACTS)}, "
-                            f"got {item!r}")
-        where.setdefault(key.strip(), set()).update(v.strip() for v in values.split("|"))
-    return where
-
-
-def select(groups: dict[str, list[RunLog]], where: dict[str, set[str]]) -> dict[str, list[RunLog]]:
-    """The settings whose runs' facts match every condition of ``where``; ``PlotError`` if none do."""
-    kept = {label: runs for label, runs in groups.items()
-            if all(runs[0].facts.get(key) in values for key, values in where.items())}
-    if not kept:
-        shown = ", ".join(f"{k}:{'|'.join(sorted(v))}" for k, v in where.items())
-        raise PlotError(f"no runs match where={shown}")
-    return kept
 
 
 def load_groups(root: Path, where: str = "") -> dict[str, list[RunLog]]:
@@ -108,12 +100,12 @@ def load_groups(root: Path, where: str = "") -> dict[str, list[RunLog]]:
         raise PlotError(f"{root}: no such folder (or CSV file of runs)")
     try:
         runs = find_runs(root)
-    except ValueError as e:  # a CSV file that is not a table of runs
+        runs = match_runs(runs, parse_where(where))
+    except ValueError as e:  # a CSV file that is not a table of runs, or no run matches where=
         raise PlotError(str(e)) from None
     if not runs:
         raise PlotError(f"no runs under {root} (a run is a folder with a tb/ TensorBoard log)")
-    groups = group_runs(runs)
-    return select(groups, parse_where(where)) if where else groups
+    return group_runs(runs)
 
 
 def _all_tags(groups: dict[str, list[RunLog]]) -> set[str]:
