@@ -166,12 +166,16 @@ def games_label(x: float, _pos=None) -> str:
 
 
 def _finish(fig, axes, title: str, output: Path) -> Path:
+    from matplotlib.transforms import ScaledTranslation
+
     for ax in axes:
         ax.set_xlabel("training games")
         ax.xaxis.set_major_formatter(games_label)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:  # below the panel: long settings would cover the curves
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+            # half an inch below the axes, under the tick labels and the axis label, whatever the panel's height
+            below = ax.transAxes + ScaledTranslation(0, -0.5, fig.dpi_scale_trans)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, frameon=False)
     if title:
         cols = sum(ax.get_subplotspec().is_first_row() for ax in axes)
         fig.suptitle(wrap_items(title, 60 * cols), fontsize=9)
