@@ -1,4 +1,5 @@
-"""experiments/summarize.py: the paper-style table from a folder of runs."""
+"""experiments/summarize.py: the paper-style table from a folder of runs; and the experiment files
+(configs/experiment/): dqn_444 in one file, variants one level deep, none turning off what it varies."""
 
 from __future__ import annotations
 
@@ -256,3 +257,148 @@ def test_fidelity_table_compares_each_batched_protocol_with_online_by_welch(tmp_
     # no point at 30,000 games: "same" so far is no verdict, a difference already seen stands
     later = summarize.fidelity_table(find_runs(tmp_path), [20000, 30000]).splitlines()
     assert later[3].endswith("| incomplete |") and later[4].endswith("| differs |")
+
+
+# ---------------------------------------------------------------------------- the experiment files
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+GROUPS = ("game", "network", "agent")
+
+
+def own_defaults(name: str) -> tuple[list[str], dict[str, str]]:
+    """An experiment file's defaults list, read as written: (the experiments it extends, {group: option}
+    of its ``override /group: option`` entries)."""
+    import yaml
+
+    entries = yaml.safe_load((CONFIG_DIR / "experiment" / f"{name}.yaml").read_text()).get("defaults") or []
+    extends, groups = [], {}
+    for entry in entries:
+        if isinstance(entry, str):
+            if entry != "_self_":
+                extends.append(entry.removeprefix("/experiment/").removeprefix("experiment/"))
+            continue
+        ((key, option),) = entry.items()
+        group = key.removeprefix("override ").removeprefix("optional ").strip().lstrip("/")
+        if group.startswith("experiment"):
+            extends.append(option)
+        else:
+            groups[group] = option
+    return extends, groups
+
+
+def own_values(name: str) -> dict[str, object]:
+    """The settings an experiment file names itself (not its defaults list), by dotted key."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "experiment" / f"{name}.yaml"))
+    node.pop("defaults", None)
+    return flat(node)
+
+
+def flat(node: dict, prefix: str = "") -> dict[str, object]:
+    out = {}
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def compose_config(overrides: list[str]) -> dict[str, object]:
+    """The composed training config of ``overrides`` (no other), by dotted key."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from ttt.learners import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return flat(OmegaConf.to_container(compose("train", overrides=overrides), resolve=True))
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def train_choices() -> dict[str, str]:
+    """The group options configs/train.yaml picks: {game: 4x4x4, network: ..., agent: dqn}."""
+    import yaml
+
+    entries = yaml.safe_load((CONFIG_DIR / "train.yaml").read_text())["defaults"]
+    return {k: v for e in entries if isinstance(e, dict) for k, v in e.items() if k in GROUPS}
+
+
+def base_config(groups: dict[str, str]) -> dict[str, object]:
+    """The defaults an experiment starts from: train.yaml with the groups it picks, and nothing else."""
+    return compose_config([f"{g}={option}" for g, option in groups.items()])
+
+
+def turned_off(own: dict[str, object], own_groups: dict[str, str], parent: dict[str, object],
+               parent_groups: dict[str, str], base: dict[str, object], defaults: dict[str, str]) -> list[str]:
+    """The settings a variant sets back to the default that its parent changed: keys it names whose parent
+    value differs from ``base`` (the defaults under the parent's groups) and whose own value is the
+    default; and groups the parent picks away from train.yaml's ``defaults`` that the variant picks back."""
+    keys = [k for k, v in own.items() if k in base and parent.get(k) != base[k] and v == base[k]]
+    groups = [f"/{g}" for g, option in own_groups.items()
+              if parent_groups.get(g, defaults.get(g)) != defaults.get(g) and option == defaults.get(g)]
+    return keys + groups
+
+
+def test_dqn_444_extends_no_experiment_and_names_every_setting_it_changes():
+    extends, groups = own_defaults("dqn_444")
+    assert extends == []
+    # one file is enough to read it: the defaults under its groups with its own values on top
+    assert compose_config(["+experiment=dqn_444"]) == {**base_config(groups), **own_values("dqn_444")}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_extends_at_most_one_experiment_that_extends_none(name):
+    extends, _ = own_defaults(name)
+    assert len(extends) <= 1, f"{name} extends {extends}"
+    for parent in extends:
+        assert parent in EXPERIMENTS, f"{name} extends {parent}, which is not an experiment file"
+        assert own_defaults(parent)[0] == [], (f"{name} extends {parent}, which extends {own_defaults(parent)[0]}: "
+                                               f"variants are one level deep")
+
+
+@pytest.mark.parametrize("name", [n for n in EXPERIMENTS if own_defaults(n)[0]])
+def test_no_variant_turns_off_what_its_parent_turned_on(name):
+    (parent,) = own_defaults(name)[0]
+    parent_groups = own_defaults(parent)[1]
+    base = base_config({**train_choices(), **parent_groups})
+    off = turned_off(own_values(name), own_defaults(name)[1], compose_config([f"+experiment={parent}"]),
+                     parent_groups, base, train_choices())
+    assert off == [], f"{name} sets back to the default what {parent} changed: {off}"
+
+
+def test_turned_off_finds_a_setting_or_group_set_back_to_its_default():
+    base, defaults = {"agent.rule_labels": False, "agent.lr": 0.001}, {"game": "4x4x4"}
+    parent = {"agent.rule_labels": True, "agent.lr": 0.001}
+    assert turned_off({"agent.rule_labels": False}, {}, parent, {}, base, defaults) == ["agent.rule_labels"]
+    assert turned_off({"agent.lr": 0.001}, {}, parent, {}, base, defaults) == []  # the parent left it alone
+    assert turned_off({}, {"game": "4x4x4"}, parent, {"game": "3x3"}, base, defaults) == ["/game"]
+    assert turned_off({}, {"game": "4x4"}, parent, {"game": "3x3"}, base, defaults) == []
+
+
+# ---------------------------------------------------------------------------- one home per default
+@pytest.mark.parametrize("agent", sorted(p.stem for p in (CONFIG_DIR / "agent").glob("*.yaml")))
+def test_an_agent_yaml_leaves_every_default_to_its_learners_config(agent):
+    import yaml
+
+    node = yaml.safe_load((CONFIG_DIR / "agent" / f"{agent}.yaml").read_text())
+    assert node == {"defaults": [f"{agent}_schema", "_self_"], "name": agent}
+
+
+def test_train_yaml_leaves_every_top_level_default_to_train_config():
+    import yaml
+
+    assert set(yaml.safe_load((CONFIG_DIR / "train.yaml").read_text())) == {"defaults", "hydra"}
+
+
+def test_the_rules_gamma_is_the_learners_default_gamma():
+    from ttt.agents.dqn import Config
+    from ttt.games.exact import GAMMA, Rules
+
+    assert Rules().gamma == Config().gamma == GAMMA

@@ -49,6 +49,8 @@ class NetworkConfig:
 
 @dataclass
 class TrainConfig:
+    """The schema of ``configs/train.yaml`` (``train_schema``) and the one home of each top-level default."""
+
     game: GameConfig = field(default_factory=GameConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
     agent: Any = MISSING

@@ -25,10 +25,11 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.agents import checkpoint_label, load_player
 from ttt.checkpoint import CheckpointError
 from ttt.games import BOARDS, Game, make_game
+from ttt.games.boards import DEFAULT_BOARDS
 from ttt.players import PLAYERS, Player, make_player, player_factory
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
-DEFAULT_GAME = "4x4x4"  # when neither ``game`` nor a checkpoint names the board
+DEFAULT_GAME = DEFAULT_BOARDS["players"]  # when neither ``game`` nor a checkpoint names the board (ttt.games.boards)
 
 
 def _parse_value(text: str) -> Any:
@@ -155,7 +156,7 @@ def checkpoint_file(target: str) -> Path:
 def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tuple[str, Player]]]:
     """Build the players of ``specs`` on one board; returns (game, [(label, player)]).
 
-    The board is ``game_name``, else the first checkpoint's, else 4x4x4. A checkpoint trained on
+    The board is ``game_name``, else the first checkpoint's, else ``DEFAULT_GAME`` (4x4x4). A checkpoint trained on
     another board is a CheckpointError naming the file.
     """
     if game_name is not None and game_name not in BOARDS:

@@ -51,11 +51,12 @@ import numpy as np
 
 from ttt.checkpoint import atomic_write
 from ttt.games import BatchedGames, Game, make_game
+from ttt.games.boards import boards_with
 from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
 from ttt.players import Player, make_player
 
 SUITES = ("win", "block", "fork", "block_fork")
-BOARDS = ("4x4x4", "4x4x4_gravity")  # the boards with shipped suites
+BOARDS = boards_with("tactics")  # the boards with shipped suites (ttt.games.boards)
 DATA_DIR = Path(__file__).resolve().parent / "data" / "tactics"
 FORMAT_VERSION = 1
 

@@ -58,7 +58,8 @@ USES_DEVICE = True  # the network and its training steps run on the run's device
 
 @dataclass
 class Config:
-    """Settings of ``configs/agent/alphazero.yaml``. An episode is one self-play game."""
+    """Settings of ``configs/agent/alphazero.yaml`` (the one home of each default). An episode is one
+    self-play game; ``num_envs`` games are played in parallel."""
 
     name: str = "alphazero"
     simulations: int = 50  # PUCT simulations per self-play move

@@ -53,17 +53,21 @@ from ttt.games import FIRST, Game, State, make_game
 
 @dataclass
 class Config:
+    """Settings of ``configs/agent/q_learning.yaml`` (the one home of each default; checked by Hydra at
+    composition)."""
+
     name: str = "q_learning"
     alpha0: float = 0.5  # learning rate of an unvisited (state, action)
     adapt_rate: float = 0.05  # alpha = alpha0 / (1 + count * adapt_rate)
     gamma: float = 0.9  # discount: prefers quicker wins and later losses
+    # exponential: eps0 * exp(-kappa * episode); step: eps0 * step_factor ** (episode // step_every)
     epsilon_schedule: str = "exponential"  # exponential | step
     eps0: float = 1.0
     kappa: float = 5e-5  # exponential decay rate per episode
     step_factor: float = 0.9  # step decay: epsilon *= step_factor every step_every episodes
     step_every: int = 10000
-    storage: str = "auto"  # auto | dense | sparse
-    symmetric: bool = False  # one row per symmetry class of states
+    storage: str = "auto"  # auto: dense (indexed by the ternary hash) where it fits in dense_limit_mb, else sparse
+    symmetric: bool = False  # one row per symmetry class of states (Game.canonical_key), actions mapped
     dense_limit_mb: float = 64.0  # auto: dense when the table fits in this
 
     def __post_init__(self) -> None:

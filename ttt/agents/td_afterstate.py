@@ -64,17 +64,21 @@ from ttt.games.threats import blocks_line
 
 @dataclass
 class Config:
+    """Settings of ``configs/agent/td_afterstate.yaml`` (the one home of each default; checked by Hydra at
+    composition)."""
+
     name: str = "td_afterstate"
     learners: int = 1  # 1: one table for both seats; 2: one table per seat
+    # backward: V += lr * (gamma * r - V), r <- V, back through the game; td0: V(s) += lr * (gamma * V(s') - V(s))
     update: str = "backward"  # backward | td0
     lr: float = 0.3
     gamma: float = 0.9
-    exploration: str = "epsilon"  # epsilon | boltzmann
+    exploration: str = "epsilon"  # epsilon: 1 - (1 - exp_rate) * progress; boltzmann: P ~ exp(V / tau)
     exp_rate: float = 0.3  # epsilon at the end of training (1.0 at the start)
-    tau_start: float = 1.0  # Boltzmann temperature at the start ...
+    tau_start: float = 1.0  # Boltzmann temperature at the start, geometric ...
     tau_end: float = 0.05  # ... and at the end
-    rewards: str = "plain"  # plain | shaped
-    init_value: float = 0.0  # value of an afterstate not seen yet
+    rewards: str = "plain"  # plain: +1 / -1 / 0; shaped: see the module docstring
+    init_value: float = 0.0  # value of an afterstate not seen yet (td_333_shaped: 0.2)
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on a setting the loop would not understand."""

@@ -39,8 +39,12 @@ from ttt.players import Player
 
 @dataclass
 class Config:
+    """Settings of ``configs/agent/value_iteration.yaml`` (the one home of each default; checked by Hydra at
+    composition)."""
+
     name: str = "value_iteration"
-    in_place: bool = False  # update the last ply first, reading fresh values (see module docstring)
+    in_place: bool = False  # update the last ply first, reading fresh values: one solving sweep + one check
+    # (see module docstring)
     selfplay_games: int = 1000  # games of the solved policy against itself, per mode
     selfplay_epsilon: float = 0.1  # exploration rate of the epsilon-greedy self-play games
 

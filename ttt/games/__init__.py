@@ -1,21 +1,19 @@
 """The game layer: rules, lines and symmetries of the five boards, one game or a batch at a time.
 
 Learners reach a board only through this package: ``make_game(name)`` and the ``Game``,
-``State`` and ``BatchedGames`` it returns.
+``State`` and ``BatchedGames`` it returns. ``ttt.games.boards`` is the one table of the boards: their
+geometry, what the package offers on each (OpenSpiel's game, exploitability, perfect play, tactics
+suites) and the default board of each entry point.
 """
 
 from __future__ import annotations
 
 from ttt.games.batched import BatchedGames, random_legal_actions
+from ttt.games.boards import BOARD_TABLE
 from ttt.games.rules import FIRST, SECOND, Game, IllegalMoveError, State, opening_name, render_board
 
-BOARDS: dict[str, dict] = {
-    "3x3": dict(n=3, d=2),
-    "4x4": dict(n=4, d=2),
-    "3x3x3": dict(n=3, d=3),
-    "4x4x4": dict(n=4, d=3),
-    "4x4x4_gravity": dict(n=4, d=3, gravity=True),
-}
+# name -> Game's keyword arguments; the boards, their geometry and what each offers: ttt.games.boards
+BOARDS: dict[str, dict] = {name: board.geometry() for name, board in BOARD_TABLE.items()}
 
 _GAMES: dict[str, Game] = {}
 

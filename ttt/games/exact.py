@@ -17,6 +17,8 @@ from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
 from ttt.games.threats import MoveTactics, move_tactics, playable, threat_depths
 
+GAMMA = 0.9  # the discount by default: of the dqn learner (ttt.agents.dqn.Config.gamma) and of its rules (Rules.gamma)
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -29,12 +31,14 @@ class Rules:
     and one after which the opponent has such a move scores ``-gamma``. ``threats`` = D: a move that wins
     through a chain of d <= D threats (each block forced) ending in a fork scores ``gamma**(d+1)``, and
     one after which the opponent has such a move ``-gamma**(d+1)`` (``threat_forks``). All off: the network alone.
+    ``gamma``: the learner's discount (``ttt.agents.dqn.settings.training_rules`` passes its ``Config.gamma``);
+    unless given, ``GAMMA``, the learner's default, not a default of its own.
     """
 
     wins: bool = True
     losses: bool = False
     forks: bool = False
-    gamma: float = 0.9
+    gamma: float = GAMMA
     threats: int = 0
 
     def needs_tactics(self) -> bool:

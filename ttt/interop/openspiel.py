@@ -32,16 +32,13 @@ from open_spiel.python.algorithms import mcts
 from open_spiel.python.observation import IIGObserverForPublicInfoGame
 
 from ttt.games import BOARDS, FIRST, Game, State, make_game
+from ttt.games.boards import DEFAULT_BOARDS, native_games
 from ttt.players.base import Player
 
-NATIVE_GAMES = {
-    "3x3": "tic_tac_toe",
-    "4x4": "mnk(m=4,n=4,k=4)",
-    "4x4x4": "gomoku(size=4,dims=3,connect=4)",
-}
+NATIVE_GAMES = native_games()  # board -> OpenSpiel's game (the table: ttt.games.boards)
 GAME_NAME = "ttt"  # the game with a parameter: ttt(board=4x4x4)
 GAME_PREFIX = "ttt_"  # the older per-board names: ttt_4x4x4
-DEFAULT_BOARD = "3x3"
+DEFAULT_BOARD = DEFAULT_BOARDS["openspiel"]
 
 
 # ---------------------------------------------------------------------------- OpenSpiel's boards

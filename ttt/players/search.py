@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttt.games import Game, State
+from ttt.games.boards import boards_with
 from ttt.games.solved import SOLVABLE_CELLS, decode, solved_table
 from ttt.players.base import Player
 
@@ -272,7 +273,7 @@ class AlphaBetaPlayer(Player):
 
 
 # ---------------------------------------------------------------------------- perfect play
-PERFECT_BOARDS = ("3x3", "4x4", "3x3x3")
+PERFECT_BOARDS = boards_with("perfect")  # ttt.games.boards
 # exact full-depth searches share one transposition table per board: its entries hold for any window
 _EXACT_TABLES: dict[str, dict] = {}
 _EXACT_TABLE_LIMIT = 2_000_000  # entries; the table is emptied beyond this to bound memory

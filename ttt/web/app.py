@@ -41,6 +41,7 @@ from starlette.routing import Route
 from ttt.checkpoint import CheckpointError
 from ttt.cli import one_line
 from ttt.games import BOARDS, FIRST, SECOND
+from ttt.games.boards import DEFAULT_BOARDS
 from ttt.players import PLAYERS, player_factory
 from ttt.web.games import (
     CHECKPOINT_PREFIX,
@@ -57,7 +58,7 @@ log = logging.getLogger("ttt.serve")
 
 MAX_BODY = 4096  # bytes of a request body
 STATIC = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
-DEFAULT_BOARD = "4x4x4"
+DEFAULT_BOARD = DEFAULT_BOARDS["web"]  # ttt.games.boards
 DEFAULT_CHECKPOINT = "dqn_444"
 EXAMPLE_SPECS = {"random": "random", "benchmark": "benchmark", "alphabeta": "alphabeta:2", "mcts": "mcts:200",
                  "perfect": "perfect", "openspiel_mcts": "openspiel_mcts:200"}
