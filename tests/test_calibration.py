@@ -209,7 +209,7 @@ def test_afterstate_values_are_the_network_on_the_board_seen_by_the_mover(board)
     for _ in range(5):  # afterstates after 5 random plies (a few games may have ended: skipped)
         games.play(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
     boards = games.board[~games.done]
-    values = value_quality.afterstate_values(player, game, boards)
+    values = value_quality.values_of_afterstates(player, game, boards)
     mover = value_quality.movers(boards)
     with torch.no_grad():
         direct = player.net(torch.as_tensor(boards * mover[:, None], dtype=torch.float32)).double().numpy()
@@ -221,7 +221,8 @@ def test_rules_replace_the_values_of_losing_afterstates():
     alone = _dqn_player("3x3", rules=Rules(wins=False))
     ruled = _dqn_player("3x3", rules=Rules(wins=True, losses=True))
     boards, _ = value_quality.exact_afterstates(game, 20000, np.random.default_rng(0))
-    a, r = value_quality.afterstate_values(alone, game, boards), value_quality.afterstate_values(ruled, game, boards)
+    a = value_quality.values_of_afterstates(alone, game, boards)
+    r = value_quality.values_of_afterstates(ruled, game, boards)
     # the opponent to move completes a line: the rule says -1, the untrained network something else
     sums = (boards * -value_quality.movers(boards)[:, None]) @ make_game("3x3").incidence.astype(np.int64)
     threatened = (sums == 2).any(1)

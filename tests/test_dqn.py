@@ -16,11 +16,11 @@ from ttt.agents.dqn import (
     DQNPlayer,
     Rules,
     Trainer,
-    afterstate_values,
     epsilon_at,
     final_targets,
     lambda_targets,
     make_optimizer,
+    move_values,
     rank_loss,
     rank_orders,
     rank_pairs,
@@ -57,7 +57,7 @@ def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Tra
 
 def position_labels(trainer: Trainer):
     """The labels and rank pairs of the trainer's random-play games (which then move on one ply)."""
-    return random_position_labels(trainer.label_games, trainer.settings, trainer.net, trainer.rng)
+    return random_position_labels(trainer.label_games[0], trainer.settings, trainer.net, trainer.rng)
 
 
 def continue_identically(trainer: Trainer, other: Trainer, plies: int) -> None:
@@ -228,7 +228,7 @@ def test_greedy_values_score_the_afterstate_of_each_move():
     game = make_game("4x4x4")
     net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
     state = game.initial_state().apply(5).apply(40).apply(17)
-    values = afterstate_values(net, BatchedGames.from_states([state]), np.array([0]))[0]
+    values = move_values(net, BatchedGames.from_states([state]), np.array([0]))[0]
     for a in state.legal_actions():
         with torch.no_grad():
             direct = float(net(torch.from_numpy(-state.apply(a).observation())[None])[0])
@@ -321,8 +321,8 @@ def test_a_winning_afterstate_scores_its_reward_exactly():
     for a in [0, 20, 1, 40, 2, 60]:
         state = state.apply(a)
     games = BatchedGames.from_states([state])
-    exact = afterstate_values(net, games, np.array([0]))[0]
-    estimate = afterstate_values(net, games, np.array([0]), NO_RULES)[0]
+    exact = move_values(net, games, np.array([0]))[0]
+    estimate = move_values(net, games, np.array([0]), NO_RULES)[0]
     assert float(exact[3]) == 1.0 and float(estimate[3]) < 1.0
     others = [a for a in state.legal_actions() if a != 3]
     assert torch.equal(exact[others], estimate[others])
@@ -405,8 +405,8 @@ def test_exact_losses_score_minus_one_in_move_selection():
     for a in [21, 0, 42, 1, 63, 2]:  # O holds 0, 1, 2: X must take 3
         state = state.apply(a)
     games = BatchedGames.from_states([state])
-    ruled = afterstate_values(net, games, np.array([0]), Rules(losses=True))[0]
-    alone = afterstate_values(net, games, np.array([0]), NO_RULES)[0]
+    ruled = move_values(net, games, np.array([0]), Rules(losses=True))[0]
+    alone = move_values(net, games, np.array([0]), NO_RULES)[0]
     others = [a for a in state.legal_actions() if a != 3]
     assert (ruled[others] == -1.0).all() and float(ruled[3]) == float(alone[3])
     player = DQNPlayer(game, net, rules=Rules(losses=True))
@@ -643,7 +643,7 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     for _ in range(6):
         batch = t.step()
         assert not (batch.rows == -1).any()  # no rule-labelled afterstates from the random-play games
-    assert len(t.label_games) == 8
+    assert len(t.label_games[0]) == 8
     _, pairs = position_labels(t)
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
 
@@ -655,11 +655,11 @@ def trainer_at_rank_position(**agent):
     t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, **agent)
     for _ in range(6):
         t.step()
-    t.label_games.board[:] = 0
-    t.label_games.board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
-    t.label_games.to_play[:] = 1
-    t.label_games.done[:] = False
-    position = torch.as_tensor(t.label_games.board[0], dtype=torch.float32)
+    t.label_games[0].board[:] = 0
+    t.label_games[0].board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
+    t.label_games[0].to_play[:] = 1
+    t.label_games[0].done[:] = False
+    position = torch.as_tensor(t.label_games[0].board[0], dtype=torch.float32)
     after = position.repeat(9, 1)
     after[torch.arange(9), torch.arange(9)] = 1.0
     return t, position, after
@@ -691,7 +691,7 @@ def greedy_share(trainer: Trainer, net, learners: bool, plies: int) -> float:
         g = trainer.games
         mask = trainer.learner_mask() if learners else ~trainer.learner_mask()
         rows = np.flatnonzero(mask)
-        best = afterstate_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
+        best = move_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
         before = g.board.copy()
         trainer.step()
         for row, cell in zip(rows, best, strict=True):
@@ -728,7 +728,7 @@ def test_exact_wins_value_a_winning_move_at_its_reward_in_training_moves(exact_w
     t = make_trainer(epsilon=0.0, exact_wins=exact_wins, seats=[1])
     for cell in (0, 3, 1, 4):  # X holds 0 and 1, O holds 3 and 4: X (the learner) wins at 2
         t.games.play(np.array([cell]))
-    values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0]
+    values = move_values(t.net, t.games, np.array([0]), t.rules)[0]
     assert t.rules.wins is exact_wins and (float(values[2]) == 1.0) is exact_wins
     if exact_wins:  # the learner takes its win; the network alone values it below 1
         t.step()
@@ -768,7 +768,7 @@ def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
 
 def test_exact_forks_values_forks_in_the_training_moves():
     from ttt.agents.dqn import Config, training_rules
-    from ttt.agents.dqn.moves import afterstate_values
+    from ttt.agents.dqn.moves import move_values
 
     game = make_game("3x3")
     games = BatchedGames(game, 1)
@@ -782,8 +782,8 @@ def test_exact_forks_values_forks_in_the_training_moves():
     with_forks = training_rules(Config(exact_forks=True, gamma=0.9))
     without = training_rules(Config(gamma=0.9))
     assert with_forks.forks and not without.forks
-    valued = afterstate_values(net, games, np.array([0]), with_forks)[0]
-    plain = afterstate_values(net, games, np.array([0]), without)[0]
+    valued = move_values(net, games, np.array([0]), with_forks)[0]
+    plain = move_values(net, games, np.array([0]), without)[0]
     assert torch.allclose(valued[forks], torch.tensor(0.9)) and not torch.allclose(plain[forks], torch.tensor(0.9))
 
 
@@ -822,26 +822,8 @@ def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compo
     assert curves[f"{final_group}/random/score"].steps.tolist()[-1] == 8
 
 
-def test_greedy_bootstrap_takes_the_best_moves_value_not_the_played_ones():
-    from ttt.agents.dqn.moves import afterstate_values
-
-    targets = {}
-    for greedy in (False, True):
-        t = make_trainer(opponent="self_play", opponent_after="self_play", greedy_bootstrap=greedy)
-        t.step(np.array([0]))  # X corner
-        t.step(np.array([4]))  # O centre
-        values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
-        worst = int(np.where(np.isfinite(values), values, np.inf).argmin())
-        batch = t.step(np.array([worst]))  # X plays its worst move
-        (i,) = np.flatnonzero((batch.obs == np.eye(9, dtype=np.float32)[0]).all(1))  # X's first afterstate
-        targets[greedy] = (batch.targets[i], values)
-    (played, values), (greedy, _) = targets[False], targets[True]
-    assert played == pytest.approx(GAMMA * np.nanmin(np.where(np.isfinite(values), values, np.nan)))
-    assert greedy == pytest.approx(GAMMA * values.max()) and greedy > played
-
-
 def test_a_target_network_values_the_chosen_move_and_the_learning_network_chooses():
-    from ttt.agents.dqn.moves import afterstate_values
+    from ttt.agents.dqn.moves import move_values
 
     def first_afterstate_target(trainer, move):
         """O's target for its first afterstate (X corner 0, O centre 4) when O plays ``move``."""
@@ -855,8 +837,8 @@ def test_a_target_network_values_the_chosen_move_and_the_learning_network_choose
     t = make_trainer(opponent="self_play", opponent_after="self_play", lr=0.5, target_every=1000)
     for cell in opening:
         t.step(np.array([cell]))
-    copy_values = afterstate_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
-    own_values = afterstate_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
+    copy_values = move_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
+    own_values = move_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
     legal = np.flatnonzero(np.isfinite(own_values))
     move = int(legal[np.abs(copy_values[legal] - own_values[legal]).argmax()])
     assert abs(copy_values[move] - own_values[move]) > 1e-3  # the learning network has moved away from the copy
@@ -913,7 +895,7 @@ def test_the_learning_rate_falls_linearly_to_lr_final():
     assert [lr_scale_at(cfg, e) for e in (0, 50, 100, 200)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
     assert lr_scale_at(Config(lr=0.01), 50) == 1.0 and lr_scale_at(Config(lr=0.01, lr_final=0.001), 50) == 1.0
     t = make_trainer(num_envs=4, lr=0.01, lr_final=0.001, lr_decay_episodes=100, first_lr=0.02)
-    t.episodes = 50
+    t.run_episodes[0] = 50
     while not len(t.step().targets):
         pass
     assert [g["lr"] for g in t.optimizer.param_groups] == pytest.approx([0.011, 0.0055])

@@ -76,7 +76,6 @@ from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents
 from ttt.value_quality import (
     WIN_THRESHOLD,
-    afterstate_values,
     exact_afterstates,
     exact_measures,
     exact_outcomes,
@@ -84,6 +83,7 @@ from ttt.value_quality import (
     movers,
     opening_values,
     pearson,
+    values_of_afterstates,
 )
 
 
@@ -132,7 +132,7 @@ def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, e
     history, length = played_games(player, game, positions, epsilon, rng)
     ply = 1 + np.floor(rng.random(positions) * (length - 1)).astype(np.int64)  # 1 .. length - 1
     boards = history[ply - 1, np.arange(positions)]
-    values = afterstate_values(valuer or player, game, boards)
+    values = values_of_afterstates(valuer or player, game, boards)
     starts = BatchedGames(game, positions * rollouts)
     starts.board[:] = np.repeat(boards, rollouts, axis=0)
     starts.to_play[:] = -np.repeat(movers(boards), rollouts)
@@ -182,14 +182,14 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
     exact = None
     if has_exact_values(game):
         boards, sampled = exact_afterstates(game, positions, rng)
-        exact = exact_measures(afterstate_values(valuer, game, boards), exact_outcomes(game, boards))
+        exact = exact_measures(values_of_afterstates(valuer, game, boards), exact_outcomes(game, boards))
         exact["sampled"] = sampled
     values, outcomes = outcome_samples(player, game, games, rollouts, epsilon, rng, valuer)
     table, ece = reliability(values, outcomes, bins)
     if exact is not None:  # after the outcome samples, so that they do not depend on it
         own = own_afterstates(player, game, games, epsilon, rng)
         exact["own_games"] = {"games": games, "epsilon": epsilon,
-                              **exact_measures(afterstate_values(valuer, game, own), exact_outcomes(game, own))}
+                              **exact_measures(values_of_afterstates(valuer, game, own), exact_outcomes(game, own))}
     result["ece"] = ece
     result["exact"] = exact
     result["outcomes"] = {"positions": games, "rollouts": rollouts, "epsilon": epsilon, "ece": ece,

@@ -9,7 +9,7 @@ CPU) and training episodes per second of the structured network on 4x4x4 against
 ``train``) for each ``num_envs`` (default 1 and 256 on the CPU; 1, 256, 4,096 and 65,536 on a GPU).
 Section ``online`` measures the paper's online protocol (Score Four, deep structured network, SGD,
 self-play, one game at a time): total training games per second of K = 1, 4 and 16 runs side by side
-in one process (``seeds=K``), beside one run of the single-run trainer (always on the CPU).
+in one process (``seeds=K``, the run axis of the one trainer; K = 1 is the single run).
 Section ``mcts_vs_openspiel`` (always on the CPU) times the ``mcts`` player (with its defaults, and as
 plain UCT) beside OpenSpiel's pure-Python ``MCTSBot`` (random rollouts, ``solve=False``) at the same
 number of ``simulations`` (default 1,000) on the same 3x3, 4x4 and Qubic positions, in milliseconds
@@ -26,7 +26,7 @@ figure (S > 0).
 
 With ``output=FILE.json`` it also writes ``{"device": "cpu"|"cuda", "gpu": name or null,
 "engine_batch": B, "engine": {board: plies_per_sec}, "search": {"BOARD depth D": ms_per_move},
-"train": {"num_envs_N": episodes_per_sec}, "online": {"trainer": games_per_sec, "runs_K": ...},
+"train": {"num_envs_N": episodes_per_sec}, "online": {"runs_K": games_per_sec},
 "mcts_vs_openspiel": {"BOARD mcts": ms_per_move, "BOARD mcts_plain": ..., "BOARD openspiel": ...},
 "recipe": {"num_envs_N": games_per_sec}}`` (the sections that ran); the file is checked for writability
 before the measurements, and written to a fallback file (named on stderr) if it still fails. A bad
@@ -45,6 +45,7 @@ from ttt.cli import check_writable_file, plain_help, run_cli, write_json
 from ttt.device import DeviceError, array_device, resolve_device
 from ttt.games import BOARDS, BatchedGames, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
+from ttt.games.boards import native_games
 
 ENGINE_BATCH = {"cpu": 4096, "cuda": 1 << 20}
 NUM_ENVS = {"cpu": (1, 256), "cuda": (1, 256, 4096, 65536)}
@@ -144,8 +145,8 @@ def search_section(seconds: float, settings: Settings) -> dict[str, float]:
     return out
 
 
-# the boards OpenSpiel has, by the name of its game; its action numbers are the cell numbers here
-OPENSPIEL_GAMES = {"3x3": "tic_tac_toe", "4x4": "mnk(m=4,n=4,k=4)", "4x4x4": "gomoku(size=4,dims=3,connect=4)"}
+# the boards OpenSpiel has, by the name of its game (ttt.games.boards); its action numbers are the cell numbers here
+OPENSPIEL_GAMES = native_games()
 OPENSPIEL_UCT_C = 2.0  # the exploration constant of OpenSpiel's own MCTS examples
 
 
@@ -339,50 +340,42 @@ ONLINE_AGENT = dict(optimizer="sgd", lr=0.005, gamma=1.0, loss="mse", epsilon=0.
 
 
 def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", opponent: str = "self_play",
-                      alone: bool = False) -> float:
-    """Training games per second, all runs together, of ``runs`` runs side by side of the paper's online
-    protocol (deep structured network without biases, SGD 0.005, gamma 1, squared error, epsilon 0.1,
-    one game at a time per run); with ``alone`` one run of the single-run ``Trainer`` (``num_envs=1``)."""
+                      device: str = "cpu") -> float:
+    """Training games per second, all runs together, of ``runs`` runs side by side (the run axis of one
+    ``Trainer``, ``seeds=runs``) of the paper's online protocol (deep structured network without
+    biases, SGD 0.005, gamma 1, squared error, epsilon 0.1, one game at a time per run)."""
     import torch
     from omegaconf import OmegaConf
 
     from ttt.agents.dqn import Config, Trainer
-    from ttt.agents.dqn_runs import SideBySide
 
     network = OmegaConf.create(ONLINE_NETWORK)
     agent = Config(**ONLINE_AGENT, opponent=opponent, opponent_after=opponent)
     game = make_game(board)
     torch.manual_seed(0)
-    trainer = Trainer(game, network, agent, 1, np.random.default_rng(0)) if alone else \
-        SideBySide(game, network, agent, list(range(runs)), 1)
-
-    def played() -> int:
-        return int(trainer.episodes) if alone else int(trainer.episodes.sum())
-
+    xp = arrays_for(array_device(device))
+    trainer = Trainer(game, network, agent, 1, [xp.generator(s) for s in range(runs)], device=device,
+                      seeds=list(range(runs)))
     for _ in range(3):
         trainer.step()
-    start, t0 = played(), time.perf_counter()
+    start, t0 = trainer.episodes, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         trainer.step()
-    return (played() - start) / (time.perf_counter() - t0)
-
-
+    xp.synchronize()
+    return (trainer.episodes - start) / (time.perf_counter() - t0)
 
 
 def online_section(seconds: float, settings: Settings) -> dict[str, float]:
     """The paper's online protocol (Score Four, deep structured network, SGD, self-play, one game at a
-    time per run): total training games per second of K runs side by side in one process (``seeds=K``),
-    and of one run of the single-run trainer (``num_envs=1``) for comparison. Always on the CPU."""
-    out = {}
-    if settings.device != "cpu":
-        print("online  runs side by side train on the CPU; measured there", flush=True)
-    out["trainer"] = online_throughput(1, seconds, alone=True)
-    report("online", "trainer num_envs=1", out["trainer"])
+    time per run): total training games per second of K runs side by side in one process (``seeds=K``;
+    K = 1 is the single run), on the section's device."""
+    out, device = {}, settings.device
     for k in ONLINE_RUNS:
-        out[f"runs_{k}"] = online_throughput(k, seconds)
+        out[f"runs_{k}"] = online_throughput(k, seconds, device=device)
         report("online", f"runs_{k}", out[f"runs_{k}"])
         if settings.profile:
-            print_profile(f"online runs={k}", "cpu", lambda k=k: online_throughput(k, min(seconds, 2.0)))
+            print_profile(f"online runs={k}", device, lambda k=k: online_throughput(k, min(seconds, 2.0),
+                                                                                   device=device))
     print(f"online  16 runs side by side: {out['runs_16'] / out['runs_1']:.1f} x the games/s of one", flush=True)
     return out
 

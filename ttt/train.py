@@ -21,7 +21,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
-from ttt.agents.dqn_runs import train_side_by_side
 from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hydra_record, run_cli, threading_main
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.games import make_game
@@ -42,12 +41,13 @@ def train(cfg: DictConfig) -> dict:
             raise ConfigError("run_dir is not set (outside Hydra it names the run folder)")
         run_dir = Path(HydraConfig.get().runtime.output_dir)
     if int(cfg.get("seeds", 1)) > 1:
-        if cfg.agent.name != "dqn":
-            raise ConfigError(f"seeds={cfg.seeds}: only agent dqn trains runs side by side; train the seeds of "
-                              f"{cfg.agent.name} one at a time (e.g. -m seed=0,1,2)")
+        learner = agent_module(cfg.agent.name)
+        if not hasattr(learner, "train_side_by_side"):
+            raise ConfigError(f"seeds={cfg.seeds}: agent {cfg.agent.name} does not train runs side by side; train "
+                              f"its seeds one at a time (e.g. -m seed=0,1,2)")
         check_train_config(cfg)  # each run checks its own too; the memory is the runs' together
         check_memory(cfg, make_game(cfg.game.name))
-        return train_side_by_side(cfg, run_dir, Run)
+        return learner.train_side_by_side(cfg, run_dir, Run)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:
             return run.finished

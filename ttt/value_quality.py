@@ -71,7 +71,7 @@ def movers(boards: np.ndarray) -> np.ndarray:
     return np.where((boards == 1).sum(1) > (boards == -1).sum(1), 1, -1).astype(np.int8)
 
 
-def afterstate_values(player: Player, game: Game, boards: np.ndarray) -> np.ndarray:
+def values_of_afterstates(player: Player, game: Game, boards: np.ndarray) -> np.ndarray:
     """(N,) ``player``'s values of the afterstates ``boards`` (N, cells; +1 first player, -1 second,
     none terminal, at least one piece), each from the view of the player who just moved.
 
@@ -262,7 +262,7 @@ class ValueTags:
         out = {f"opening_{k}": openings[k] for k in ("median", "min", "max")}
         out.update({f"opening/cell_{c['cells'][0]}": c["mean"] for c in openings["classes"]})
         if self.boards is not None:
-            m = exact_measures(afterstate_values(player, self.game, self.boards), self.exact)
+            m = exact_measures(values_of_afterstates(player, self.game, self.boards), self.exact)
             out["sign_agreement"], out["mae"] = m["sign_agreement"], m["mae"]
             out.update({f"agreement_{name}": c["agreement"] for name, c in m["classes"].items()
                         if c["agreement"] is not None})

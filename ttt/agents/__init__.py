@@ -10,7 +10,9 @@
 * ``player_from_checkpoint(payload) -> Player``: the trained player from a loaded checkpoint.
 
 A learner that can run on a GPU also sets ``USES_DEVICE = True`` and reads ``run.device``; the others
-run on the CPU whatever ``device`` says.
+run on the CPU whatever ``device`` says. A learner that trains several seeds side by side in one process
+(``seeds=K``) also has ``train_side_by_side(cfg, run_dir, make_run) -> dict``; the others train their
+seeds one at a time.
 """
 
 from __future__ import annotations

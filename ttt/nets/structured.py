@@ -111,13 +111,33 @@ class StructuredLayer(nn.Module):
         return out if bias is None else out + bias
 
     def dense_weight(self) -> torch.Tensor:
-        """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable)."""
+        """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable).
+
+        A gather: entry (l*D + d, c) is block entry (l, j, d) where c is the line's j-th cell, else a
+        zero appended to the blocks (a line holds a cell at most once), so weights stacked along a
+        leading axis (``ttt.nets.runs``) gather in one operation."""
         blocks = self.blocks()
-        num_lines, k, d = blocks.shape
-        dense = blocks.new_zeros(num_lines, self.num_cells, d)
-        rows = torch.arange(num_lines, device=blocks.device)[:, None].expand(num_lines, k)
-        dense = dense.index_put((rows, self.lines), blocks, accumulate=True)  # (L, cells, D)
-        return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_cells)
+        flat = torch.cat([blocks.reshape(-1), blocks.new_zeros(1)])
+        return flat.index_select(0, self._dense_index()).view(self.out_features, self.num_cells)
+
+    def _dense_index(self) -> torch.Tensor:
+        """(L*D*cells,) the position in the flattened blocks (L, k, D) of each dense entry, L*k*D for a zero."""
+        index = getattr(self, "_dense_index_cache", None)
+        if index is None or index.device != self.lines.device:
+            with torch.inference_mode(False):  # a normal tensor, which autograd may save, wherever it is first made
+                index = self._make_dense_index()
+            self._dense_index_cache = index
+        return index
+
+    def _make_dense_index(self) -> torch.Tensor:
+        num_lines, k = self.lines.shape
+        d = self.detectors
+        index = torch.full((num_lines, d, self.num_cells), num_lines * k * d, dtype=torch.long)
+        lines = self.lines.cpu()
+        for j in range(k):  # block entry (l, j, d) sits at (l, d, lines[l, j])
+            entry = (torch.arange(num_lines)[:, None] * k + j) * d + torch.arange(d)[None, :]  # (L, D)
+            index[torch.arange(num_lines)[:, None], torch.arange(d)[None, :], lines[:, j][:, None]] = entry
+        return index.reshape(-1).to(self.lines.device)
 
     def extra_repr(self) -> str:
         tied = f", tied in {int(self.orbits.max()) + 1} orbits" if self.tied else ""
@@ -176,13 +196,13 @@ class ValueNet(nn.Module):
         """
         if isinstance(self.first, StructuredLayer):
             return self._structured_afterstate_values(boards, legal)
+        return self.rest(self._linear_after(boards)).squeeze(-1).masked_fill(~legal, float("-inf"))
+
+    def _linear_after(self, boards: torch.Tensor) -> torch.Tensor:
+        """(E, cells, H): the Tanh of a Linear first layer at every afterstate of ``boards``, every cell
+        (a fixed shape, so that the networks of runs side by side map over it, ``ttt.nets.runs``)."""
         base = self.first(boards)  # (E, H)
-        cols = self.first.weight.t()  # (cells, H)
-        e, a = legal.nonzero(as_tuple=True)
-        values = self.rest(torch.tanh(base[e] + cols[a])).squeeze(-1)
-        out = torch.full(legal.shape, float("-inf"), dtype=values.dtype, device=values.device)
-        out[e, a] = values
-        return out
+        return torch.tanh(base.unsqueeze(1) + self.first.weight.t().unsqueeze(0))
 
     def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
@@ -198,14 +218,9 @@ class ValueNet(nn.Module):
             h = self.rest[1:-2](self._structured_next(boards, self.rest[0]))  # (E, cells, width)
             values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
             return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
-        e, a = legal.nonzero(as_tuple=True)
-        h = self.rest[:-2](torch.tanh(self.first(boards)[e] + self.first.weight.t()[a]))
-        out = []
-        for head in (self.rest[-1](self.rest[-2](h)), self.rank(h)):
-            full = torch.full(legal.shape, float("-inf"), dtype=head.dtype, device=head.device)
-            full[e, a] = head.squeeze(-1)
-            out.append(full)
-        return out[0], out[1]
+        h = self.rest[:-2](self._linear_after(boards))
+        values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
+        return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
 
     def _structured_afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         values = self.rest[1:](self._structured_next(boards, self.rest[0])).squeeze(-1)

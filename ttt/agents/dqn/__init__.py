@@ -10,9 +10,10 @@ in reading order:
 * ``td``: the TD(0) rule, the targets of one ply and the loss; TD(λ)'s targets of a finished game;
 * ``labels``: what the rules know exactly, taught as labels and as rank pairs;
 * ``curriculum``: the opponents, the pool of frozen copies, the TensorBoard scalars;
-* ``trainer``: ``Trainer``, a batch of training games and one update per ply;
+* ``trainer``: ``Trainer``, K runs (one by default) of a batch of training games each, one update per
+  run and ply: runs side by side (``seeds=K``) are its run axis;
 * ``player``: ``DQNPlayer``, the trained player, and loading it from a checkpoint;
-* ``loop``: ``check`` and ``train``, the learner's entry for ``ttt.train``.
+* ``loop``: ``check``, ``train`` and ``train_side_by_side``, the learner's entries for ``ttt.train``.
 
 The exact values the rules give (``Rules``, ``rule_values``) are the games layer's: ``ttt.games.exact``.
 """
@@ -21,18 +22,18 @@ from __future__ import annotations
 
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES, OPPONENTS
 from ttt.agents.dqn.labels import rank_loss, rank_orders, rank_pairs, rule_targets
-from ttt.agents.dqn.loop import check, train
-from ttt.agents.dqn.moves import afterstate_values, epsilon_greedy
+from ttt.agents.dqn.loop import check, train, train_side_by_side
+from ttt.agents.dqn.moves import epsilon_greedy, move_values
 from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
-from ttt.agents.dqn.td import Targets, final_targets, lambda_targets, td0_targets
-from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, StackedOptimizer, Trainer, make_optimizer
+from ttt.agents.dqn.td import Targets, final_targets, lambda_targets, make_optimizer, td0_targets
+from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, Trainer
 from ttt.games.exact import NO_RULES, Rules, rule_values
 
 USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
 __all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
-           "DQNPlayer", "Rules", "StackedOptimizer", "Targets", "Trainer", "afterstate_values", "check",
-           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer",
+           "DQNPlayer", "Rules", "Targets", "Trainer", "check",
+           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer", "move_values",
            "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "rule_targets", "rule_values",
-           "td0_targets", "train", "training_rules"]
+           "td0_targets", "train", "train_side_by_side", "training_rules"]

@@ -43,71 +43,86 @@ def phase_label(settings, episodes: int, pool_size: int) -> str:
     return "benchmark" if share >= 1 else f"{share:.0%} benchmark / {1 - share:.0%} {name}"
 
 
-def draw_opponents(trainer, envs, episodes) -> None:
-    """Draw the opponents of the trainer's games starting in ``envs`` (and their frozen copies); game i
-    starts when ``episodes[i]`` games have been played. Drawn in the order of ``envs``: the
-    benchmark-share draws first, then the pool draws."""
-    xp, settings = trainer.xp, trainer.settings
+def draw_opponents(trainer, r: int, envs, episodes) -> None:
+    """Draw the opponents of run ``r``'s games starting in ``envs`` (and their frozen copies); game i
+    starts when the run has played ``episodes[i]`` games. Drawn from the run's stream in the order of
+    ``envs``: the benchmark-share draws first, then the pool draws."""
+    xp, settings, rng, pool = trainer.xp, trainer.settings, trainer.rngs[r], trainer.pools[r]
     before = episodes < settings.switch_episode
     opponent = xp.astype(xp.where(before, OPPONENT_PHASES[settings.opponent],
                                   OPPONENT_PHASES[settings.opponent_after]), "int8")
     if settings.benchmark_fraction > 0:
         after = xp.flatnonzero(~before)
         if len(after):
-            benchmark = xp.random(trainer.rng, len(after)) < settings.benchmark_fraction
+            benchmark = xp.random(rng, len(after)) < settings.benchmark_fraction
             opponent[after] = xp.astype(xp.where(benchmark, OPPONENT_PHASES["benchmark"], opponent[after]), "int8")
     trainer.opponent[envs] = opponent
-    trainer.pool_index[envs] = max(len(trainer.pool) - 1, 0)
-    if len(trainer.pool) > 1:
+    trainer.pool_index[envs] = max(len(pool) - 1, 0)
+    if len(pool) > 1:
         frozen = envs[opponent == OPPONENT_PHASES["frozen"]]
         if len(frozen):
-            trainer.pool_index[frozen] = xp.integers(trainer.rng, len(trainer.pool), len(frozen))
+            trainer.pool_index[frozen] = xp.integers(rng, len(pool), len(frozen))
 
 
-def refresh_frozen(trainer) -> None:
-    """Take a frozen copy of the trainer's weights when the curriculum switches to it, and every
+def refresh_frozen(trainer, r: int) -> None:
+    """Take a frozen copy of run ``r``'s weights when the curriculum switches to it, and every
     ``refresh_every`` games; the pool keeps the newest ``frozen_pool`` copies."""
-    settings = trainer.settings
-    if trainer.phase() != "frozen" and settings.opponent != "frozen":
+    settings, pool, episodes = trainer.settings, trainer.pools[r], int(trainer.run_episodes[r])
+    if phase(settings, episodes) != "frozen" and settings.opponent != "frozen":
         return
-    due = not trainer.pool or (settings.refresh_every > 0
-                               and trainer.episodes - trainer.frozen_taken_at >= settings.refresh_every)
+    due = not pool or (settings.refresh_every > 0 and episodes - trainer.frozen_taken_at[r] >= settings.refresh_every)
     if due:
-        trainer.pool.append(copy.deepcopy(trainer.net).requires_grad_(False))
-        if len(trainer.pool) > settings.frozen_pool:
-            trainer.pool.pop(0)
-            trainer.pool_index -= 1  # games in progress keep their copy (or the oldest one left)
-            trainer.xp.put_where(trainer.pool_index, trainer.pool_index < 0, 0)
-        trainer.frozen_taken_at = trainer.episodes
-        trainer.frozen_refreshes += 1
+        pool.append(copy.deepcopy(trainer.nets[r]).requires_grad_(False))
+        if len(pool) > settings.frozen_pool:
+            pool.pop(0)
+            index = trainer.pool_index[trainer.games_of(r)]  # a view: games in progress keep their copy
+            index -= 1  # (or the oldest one left)
+            trainer.xp.put_where(index, index < 0, 0)
+        trainer.frozen_taken_at[r] = episodes
+        trainer.frozen_refreshes[r] += 1
 
 
 def opponent_moves(trainer, rows, chosen) -> None:
-    """The opponents' moves in the trainer's games ``rows``, written into ``chosen``."""
-    g, rng = trainer.games, trainer.rng
+    """The opponents' moves in the trainer's games ``rows`` (ascending), written into ``chosen``. Each
+    run draws from its own stream: its random player's moves, then its benchmark player's, then its
+    frozen copies' (oldest first)."""
+    g, xp = trainer.games, trainer.xp
     opponents = trainer.opponent[rows]
-    pick = rows[opponents == OPPONENT_PHASES["random"]]
-    if len(pick):
-        chosen[pick] = random_legal_actions(g.legal_mask()[pick], rng)
-    pick = rows[opponents == OPPONENT_PHASES["benchmark"]]
-    if len(pick):
-        chosen[pick] = trainer.benchmark.act_batch(g, rng)[pick]
+    bench = rows[opponents == OPPONENT_PHASES["benchmark"]]
+    choice = trainer.benchmark.choices(g) if len(bench) else None
     frozen = rows[opponents == OPPONENT_PHASES["frozen"]]
-    for i in range(len(trainer.pool) if len(frozen) else 0):
+    # each frozen copy picks its own best move: the argmax of its afterstate values (or its rank head's
+    # order), same rules; the copies of slot i of every run valued in one call
+    slots = []
+    for i in range(max(len(p) for p in trainer.pools) if len(frozen) else 0):
         pick = frozen[trainer.pool_index[frozen] == i]
         if len(pick):
-            # a frozen copy picks its own best move: the argmax of its afterstate values (or its rank head's
-            # order), same rules
-            order = move_scores(trainer.pool[i], g, pick, trainer.rules, trainer.tactics(pick))[0]
-            chosen[pick] = epsilon_greedy(order, trainer.settings.frozen_epsilon, rng, trainer.xp)
+            nets = [p[i] if i < len(p) else None for p in trainer.pools]
+            order = move_scores(trainer.scorer(pick, nets), g, pick, trainer.rules, trainer.tactics(pick))[0]
+            slots.append((pick, order))
+    for r, at in trainer.each_run(rows):
+        rng, mine = trainer.rngs[r], rows[at]
+        kinds = opponents[at]
+        pick = mine[kinds == OPPONENT_PHASES["random"]]
+        if len(pick):
+            chosen[pick] = random_legal_actions(g.legal_mask()[pick], rng)
+        pick = mine[kinds == OPPONENT_PHASES["benchmark"]]
+        if len(pick):  # the benchmark player draws for every game of the run, as it plays them all
+            games = trainer.games_of(r)
+            chosen[pick] = random_legal_actions(choice[games], rng)[pick - games.start]
+        for pick, order in slots:
+            for s, part in trainer.each_run(pick):
+                if s == r:
+                    chosen[pick[part]] = epsilon_greedy(order[part], trainer.settings.frozen_epsilon, rng, xp)
 
 
-def log_scalars(run, trainer, episode: int, epsilon: float) -> str:
-    """Log the learner's ``train/`` scalars at ``episode``; returns the progress line's opponent part."""
-    run.log("train/td_loss", trainer.take_loss(), episode)
+def log_scalars(run, trainer, r: int, episode: int, epsilon: float) -> str:
+    """Log run ``r``'s ``train/`` scalars at ``episode``; returns the progress line's opponent part."""
+    run.log("train/td_loss", trainer.take_loss(r), episode)
     run.log("train/epsilon", epsilon, episode)
-    run.log("train/opponent", OPPONENT_PHASES[trainer.phase()], episode)
-    share = float((trainer.opponent == OPPONENT_PHASES["benchmark"]).sum()) / len(trainer.opponent)
+    run.log("train/opponent", OPPONENT_PHASES[trainer.phase(r)], episode)
+    opponent = trainer.opponent[trainer.games_of(r)]
+    share = float((opponent == OPPONENT_PHASES["benchmark"]).sum()) / len(opponent)
     run.log("train/benchmark_share", share, episode)
-    run.log("train/frozen_refreshes", trainer.frozen_refreshes, episode)
-    return f"opponent {trainer.phase_label()}"
+    run.log("train/frozen_refreshes", int(trainer.frozen_refreshes[r]), episode)
+    return f"opponent {trainer.phase_label(r)}"

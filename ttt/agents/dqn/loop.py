@@ -1,10 +1,27 @@
-"""The learner's entry for ``ttt.train``: ``check`` its settings, then ``train`` on the schedule of a
-``ttt.training.Run`` (evaluations, checkpoints, log lines)."""
+"""The learner's entry for ``ttt.train``: ``check`` its settings, then ``train`` one run, or
+``train_side_by_side`` the runs of ``seeds=K`` (seeds ``seed`` .. ``seed+K-1``), each on the
+schedule of its own ``ttt.training.Run`` (evaluations, checkpoints, log lines). One loop serves
+both: the single run is the group of one.
+
+Side by side, the K runs are the run axis of one ``Trainer``: each is exactly its seed's run alone
+(its own network, optimiser state, games, opponents and random stream), stepped in lockstep. Each
+writes its own folder ``<run_dir>/seed_<s>/`` with exactly what a single run writes, can be resumed,
+plotted and benchmarked alone or with its group; a run that reaches ``episodes`` evaluates and
+leaves the lockstep, the others go on. Ctrl-C or SIGTERM saves every run and prints the command that
+resumes the group.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import random
+import sys
+import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
+import numpy as np
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents.dqn.curriculum import log_scalars
@@ -12,32 +29,63 @@ from ttt.agents.dqn.player import DQNPlayer, heads_entry
 from ttt.agents.dqn.settings import Config, epsilon_at
 from ttt.agents.dqn.trainer import Trainer
 from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.cli import Interrupted
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
-from ttt.games import Game
 from ttt.games.arrays import arrays_for
 
 
-def check(cfg: DictConfig, game: Game) -> None:
+def check(cfg: DictConfig, game) -> None:
     """Refuse agent settings the training cannot use, before any work (``ttt.training.Run``)."""
     settings = agent_settings(cfg.agent, Config)  # the values every Config must have
     check_ranges("agent.", settings, {"lr": POSITIVE})  # a Config may hold still (lr 0); a training run must learn
 
 
 def train(cfg: DictConfig, run) -> dict:
-    """Train with the curriculum on the schedule of ``run`` (a ``ttt.training.Run``: evaluations,
-    checkpoints, log lines)."""
-    rng = arrays_for(array_device(run.device)).generator(int(cfg.seed))
-    trainer = Trainer(run.game, cfg.network, cfg.agent, int(cfg.num_envs), rng, device=run.device)
-    settings = trainer.settings
-    if run.resumed is not None:
-        try:
-            trainer.load_state_dict(run.resumed["trainer"])
-        except CheckpointError as e:  # e.g. agent.rank_head set on a checkpoint trained without one
-            raise CheckpointError(f"resume=true: {run.folder.resume_path}: {e}") from None
-    path = run.checkpoint_path()
-    network = OmegaConf.to_container(cfg.network, resolve=True)
+    """Train one run with the curriculum on the schedule of ``run`` (a ``ttt.training.Run``)."""
+    return _train(cfg, [run], [int(cfg.seed)], side_by_side=False)[int(cfg.seed)]
 
+
+def train_side_by_side(cfg: DictConfig, run_dir: Path, make_run) -> dict:
+    """Train ``cfg.seeds`` runs side by side, run ``s`` in ``run_dir/seed_<s>``, each guarded by
+    ``make_run(cfg_of_s, folder)`` (the harness's ``ttt.training.Run``); returns
+    ``{"runs": {seed: final evaluation}}`` of the runs that finished."""
+    first, count = int(cfg.seed), int(cfg.seeds)
+    seeds = list(range(first, first + count))
+    with contextlib.ExitStack() as stack:
+        runs: dict = {}
+        for s in seeds:
+            sub = cfg.copy()
+            OmegaConf.set_struct(sub, False)
+            sub.seed, sub.seeds, sub.run_dir, sub.progress = s, 1, str(run_dir / f"seed_{s}"), False
+            OmegaConf.set_struct(sub, True)
+            run = stack.enter_context(make_run(sub, run_dir / f"seed_{s}"))
+            run.resume_dir = run_dir  # Ctrl-C prints the command that resumes the whole group
+            runs[s] = run
+        results = {s: run.finished for s, run in runs.items() if run.finished is not None}
+        todo = [s for s in seeds if s not in results]
+        if todo:
+            torch.set_num_threads(int(cfg.threads))
+            random.seed(todo[0])
+            np.random.seed(todo[0])
+            results.update(_train(cfg, [runs[s] for s in todo], todo, side_by_side=True))
+        return {"runs": results}
+
+
+def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) -> dict[int, dict]:
+    """Train ``runs`` (one per seed) as the run axis of one ``Trainer``; each run's final evaluation."""
+    game, device = runs[0].game, runs[0].device
+    xp = arrays_for(array_device(device))
+    trainer = Trainer(game, cfg.network, cfg.agent, int(cfg.num_envs), [xp.generator(s) for s in seeds],
+                      device=device, seeds=seeds if side_by_side else None)
+    for r, run in enumerate(runs):
+        if run.resumed is not None:
+            try:
+                trainer.load_state_dict(run.resumed["trainer"], r)
+            except CheckpointError as e:  # e.g. agent.rank_head set on a checkpoint trained without one
+                raise CheckpointError(f"resume=true: {run.folder.resume_path}: {e}") from None
+    settings = trainer.settings
+    network = OmegaConf.to_container(cfg.network, resolve=True)
     play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(settings.play_forks),
                          threats=max(trainer.rules.threats, int(settings.play_threats)))
     # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
@@ -45,24 +93,63 @@ def train(cfg: DictConfig, run) -> dict:
     # the final evaluation is logged under eval_final/, so that the eval/ curves compare like with like
     eval_rules = replace(play_rules, threats=0)
     final_group = "eval" if eval_rules == play_rules else "eval_final"
-
-    def player(final: bool = False) -> DQNPlayer:
-        return DQNPlayer(run.game, trainer.net, network, play_rules if final else eval_rules)
-
-    def save(done: int) -> None:
-        save_checkpoint(path, {"kind": "dqn", "game": run.game.name, "config": run.config_dict(),
-                               "network": network, "rules": asdict(play_rules), **heads_entry(trainer.net),
-                               "weights": trainer.net.state_dict(), "episodes": trainer.episodes,
-                               "trainer": trainer.state_dict()})
-
-    def log(episode: int) -> str:
-        return log_scalars(run, trainer, episode, epsilon_at(settings, episode))
-
     total = int(cfg.episodes)
-    run.start(trainer.episodes, player)
-    while trainer.episodes < total:
+    results: dict[int, dict] = {}
+
+    def player(r: int, final: bool = False) -> DQNPlayer:
+        return DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules)
+
+    def save(r: int, run) -> None:
+        net = trainer.nets[r]
+        save_checkpoint(run.checkpoint_path(), {
+            "kind": "dqn", "game": game.name, "config": run.config_dict(), "network": network,
+            "rules": asdict(play_rules), **heads_entry(net), "weights": net.state_dict(),
+            "episodes": int(trainer.run_episodes[r]), "trainer": trainer.state_dict(r)})
+
+    def log(r: int, run, episode: int) -> str:
+        return log_scalars(run, trainer, r, episode, epsilon_at(settings, episode))
+
+    def finish(r: int, run) -> None:
+        done = int(trainer.run_episodes[r])
+        final = run.finish(lambda: player(r, final=True), done, lambda _: save(r, run),
+                           games=int(settings.final_eval_games), group=final_group)
+        trainer.retire(r)  # after the checkpoint: it holds the run's games as they are, to continue them
+        extra = {"command": run.command(), "seed": seeds[r], "network": network}
+        if side_by_side:
+            extra["seeds_side_by_side"] = len(seeds)
+        results[seeds[r]] = run.write_final(final, extra=extra)
+
+    for r, run in enumerate(runs):
+        run.start(int(trainer.run_episodes[r]), lambda r=r: player(r))
+        if trainer.run_episodes[r] >= total:
+            finish(r, run)
+    t0, said, start_games = time.perf_counter(), time.perf_counter(), trainer.episodes
+    while trainer.active.any():
         trainer.step()
-        run.tick(trainer.episodes, player, save, log)
-    results = run.finish(lambda: player(final=True), trainer.episodes, save, games=int(settings.final_eval_games),
-                         group=final_group)
-    return run.write_final(results, extra={"command": run.command(), "seed": int(cfg.seed), "network": network})
+        stop = next((run._stop for run in runs if run._stop is not None), None)
+        interrupted = False
+        for r, run in enumerate(runs):
+            if not trainer.active[r]:
+                continue
+            if stop is not None:
+                run._stop = stop
+            done = int(trainer.run_episodes[r])
+            try:
+                run.tick(done, lambda r=r: player(r), lambda _, r=r, run=run: save(r, run),
+                         lambda ep, r=r, run=run: log(r, run, ep))
+            except Interrupted:
+                interrupted = True
+                continue
+            if done >= total:
+                finish(r, run)
+        if interrupted:
+            raise Interrupted()
+        now = time.perf_counter()
+        if side_by_side and cfg.progress and now - said >= 10.0:
+            said = now
+            eps = trainer.run_episodes[trainer.active]
+            rate = (trainer.episodes - start_games) / (now - t0)
+            print(f"[{len(seeds)} runs side by side] episodes {int(eps.min()) if len(eps) else total}-"
+                  f"{int(eps.max()) if len(eps) else total}/{total}, {int(trainer.active.sum())} training, "
+                  f"{rate:,.0f} games/s in all", file=sys.stderr, flush=True)
+    return results

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ttt.agents.dqn.curriculum import OPPONENTS
 from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, ConfigError, check_choice, check_ranges
-from ttt.games.exact import Rules
+from ttt.games.exact import GAMMA, Rules
 
 
 @dataclass
@@ -20,7 +20,7 @@ class Config:
     first_lr: float = 0.0  # learning rate of the first (line-detector) layer; 0 = lr
     lr_final: float = 0.0  # > 0: every learning rate falls linearly to lr_final / lr of itself over
     lr_decay_episodes: int = 0  # ... this many games (then stays); 0: constant
-    gamma: float = 0.9
+    gamma: float = GAMMA
     loss: str = "huber"  # huber | mse
     epsilon: float = 0.1  # exploration rate at the start
     epsilon_final: float = 0.1  # reached linearly after epsilon_decay_episodes (equal: constant)
@@ -56,8 +56,6 @@ class Config:
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (labels.reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
-    greedy_bootstrap: bool = False  # the TD(0) target of an afterstate bootstraps from the value of the mover's
-    # best next move, not of the move it played (an exploring move then does not teach its own value)
     search_backup: bool = False  # every legal afterstate of the learners' positions that the rules do not value
     # is also trained toward the network's value of the opponent's best reply (a depth-2 minimax backup over the
     # positions visited, TreeStrap-like: labels.reply_targets), beside the epsilon-greedy TD(0) target

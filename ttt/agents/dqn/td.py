@@ -1,4 +1,4 @@
-"""The TD(0) rule: the targets of one ply and the loss that moves the values toward them.
+"""The TD(0) rule: the targets of one ply, and the loss and the optimiser that move the values toward them.
 
 Per learning seat of each game:
 
@@ -94,19 +94,37 @@ def lambda_targets(rows, obs, boot, length, outcome, gamma: float, lam: float) -
     return Targets(obs[played], ret[played], game[played])
 
 
-def bootstrap_values(values: torch.Tensor | None, chosen, xp, greedy: bool = False) -> np.ndarray:
+def bootstrap_values(values: torch.Tensor | None, chosen, xp) -> np.ndarray:
     """V(new afterstate) of each learner's move: ``values`` (one row per learner, as move selection
     ranked the moves, the rules' exact values included, -inf where illegal) at the ``chosen`` cells;
-    empty without learners. ``greedy``: the value of the best move instead, whichever was played (the
-    afterstate-TD form of Q-learning's max): an exploring move then teaches the value of greedy play,
-    not of exploration."""
+    empty without learners."""
     if values is None:
         return xp.zeros(0, "float32")
-    if greedy:
-        return xp.from_tensor(values.amax(1))
     return xp.from_tensor(values[xp.to_tensor(xp.arange(len(chosen))), xp.to_tensor(chosen)])
 
 
-def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str) -> torch.Tensor:
-    """The mean ``huber`` or ``mse`` loss of the predictions against their (constant) targets."""
-    return F.huber_loss(pred, target) if loss == "huber" else F.mse_loss(pred, target)
+def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str, reduction: str = "mean") -> torch.Tensor:
+    """The ``huber`` or ``mse`` loss of the predictions against their (constant) targets: their mean,
+    or with ``reduction="none"`` one per example."""
+    if loss == "huber":
+        return F.huber_loss(pred, target, reduction=reduction)
+    return F.mse_loss(pred, target, reduction=reduction)
+
+
+def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> torch.optim.Optimizer:
+    """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
+    set (> 0). Given several networks (runs side by side), one optimiser over all of them, the groups of
+    each network in turn: every parameter keeps its own state, as in its network's own optimiser, and a
+    network whose parameters get no gradient in a step does not move."""
+    many = isinstance(nets, list)
+    params = []
+    for net in nets if many else [nets]:
+        if settings.first_lr > 0:
+            rest = [p for name, p in net.named_parameters() if not name.startswith("first.")]  # rest., then rank.
+            params += [{"params": list(net.first.parameters()), "lr": settings.first_lr}, {"params": rest}]
+        else:
+            params.append({"params": list(net.parameters())})
+    foreach = True if many and len(nets) > 1 else None  # several networks: each update in a few kernels
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=settings.lr, foreach=foreach)
+    return torch.optim.Adam(params, lr=settings.lr, foreach=foreach)

@@ -26,7 +26,15 @@ from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
 from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
-from ttt.agents.dqn.td import Targets, bootstrap_values, final_targets, lambda_targets, td0_targets, td_loss
+from ttt.agents.dqn.td import (
+    Targets,
+    bootstrap_values,
+    final_targets,
+    lambda_targets,
+    make_optimizer,
+    td0_targets,
+    td_loss,
+)
 from ttt.checkpoint import CheckpointError, load_weights
 from ttt.config import agent_settings
 from ttt.device import array_device, torch_device
@@ -34,7 +42,7 @@ from ttt.games import BatchedGames, Game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import Rules
 from ttt.games.threats import MoveTactics, move_tactics
-from ttt.nets.stacked import StackedNets
+from ttt.nets.runs import RowNets
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer
 
@@ -44,160 +52,164 @@ TRAINER_ARRAYS = ("agent_seat", "opponent", "pool_index", "prev", "has_prev")
 TRACE_ARRAYS = ("trace_obs", "trace_boot", "trace_len")  # with td_lambda > 0: each seat's afterstates so far
 
 
-def make_optimizer(settings: Config, net: torch.nn.Module) -> torch.optim.Optimizer:
-    """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
-    set (> 0)."""
-    if settings.first_lr > 0:
-        rest = [p for name, p in net.named_parameters() if not name.startswith("first.")]  # rest., then rank.
-        params = [{"params": net.first.parameters(), "lr": settings.first_lr}, {"params": rest}]
-    else:
-        params = net.parameters()
-    if settings.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=settings.lr)
-    return torch.optim.Adam(params, lr=settings.lr)
-
-
-class StackedOptimizer:
-    """SGD or Adam (``make_optimizer``'s settings) over stacked parameters, one state per run: a run
-    steps only when it has targets, as a single run skips the step of a ply without any."""
-
-    def __init__(self, a: Config, nets: StackedNets) -> None:
-        self.a, self.nets = a, nets
-        first = [name.startswith("first.") for name in nets.names]
-        self.lr = [a.first_lr if (a.first_lr > 0 and f) else a.lr for f in first]
-        self.adam = a.optimizer == "adam"
-        k = len(nets)
-        self.steps = torch.zeros(k, dtype=torch.float64)
-        if self.adam:
-            self.exp_avg = [torch.zeros_like(p) for p in nets.params]
-            self.exp_avg_sq = [torch.zeros_like(p) for p in nets.params]
-
-    @torch.no_grad()
-    def step(self, runs: torch.Tensor, grads: list[torch.Tensor], everyone: bool = False) -> None:
-        """Apply ``grads`` (one row per run of ``runs``, a long tensor); the other runs do not step.
-        ``everyone``: ``runs`` is every run in order."""
-        params = self.nets.params
-        if not self.adam:
-            for p, g, lr in zip(params, grads, self.lr, strict=True):
-                if everyone:
-                    p.add_(g, alpha=-lr)  # torch.optim.SGD's arithmetic
-                else:
-                    p.index_add_(0, runs, g, alpha=-lr)
-            return
-        beta1, beta2, eps = 0.9, 0.999, 1e-8
-        self.steps[runs] += 1
-        t = self.steps[runs]
-        bc1 = 1 - beta1 ** t
-        bc2_sqrt = (1 - beta2 ** t).sqrt()
-        for i, (p, g, lr) in enumerate(zip(params, grads, self.lr, strict=True)):
-            shape = (-1,) + (1,) * (p.dim() - 1)
-            m = self.exp_avg[i][runs].lerp_(g, 1 - beta1)
-            v = self.exp_avg_sq[i][runs].mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            step_size = (lr / bc1).to(p.dtype).view(shape)
-            denom = (v.sqrt() / bc2_sqrt.to(p.dtype).view(shape)).add_(eps)
-            p[runs] = p[runs] - step_size * (m / denom)
-            self.exp_avg[i][runs] = m
-            self.exp_avg_sq[i][runs] = v
-
-    def state_dict(self, k: int, net: ValueNet) -> dict:
-        """Run ``k``'s optimiser state as a single run's ``torch.optim`` state_dict."""
-        opt = make_optimizer(self.a, net)
-        if self.adam and self.steps[k] > 0:
-            params = dict(net.named_parameters())
-            for i, name in enumerate(self.nets.names):
-                opt.state[params[name]] = {"step": torch.tensor(float(self.steps[k])),
-                                           "exp_avg": self.exp_avg[i][k].clone(),
-                                           "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
-        return opt.state_dict()
-
-    def load(self, k: int, state: dict) -> None:
-        """Set run ``k``'s optimiser state from a single run's saved one."""
-        if not self.adam:
-            return
-        saved = state["state"]
-        order = [i for group in state["param_groups"] for i in group["params"]]
-        for i, index in enumerate(order):
-            if index in saved:
-                self.steps[k] = float(saved[index]["step"])
-                self.exp_avg[i][k] = saved[index]["exp_avg"]
-                self.exp_avg_sq[i][k] = saved[index]["exp_avg_sq"]
-
-
 class Trainer:
-    """``num_envs`` training games, the learning network, its optimiser and the opponents.
+    """K runs (one by default) of ``num_envs`` training games each, each run with its learning network,
+    optimiser, opponents and random stream.
 
-    ``step()`` plays one ply in every game and makes one TD(0) update; it returns that ply's training
-    examples. Everything it needs to continue is in ``state_dict()``.
+    ``step()`` plays one ply in every game and makes one TD(0) update per run that has training
+    examples; it returns that ply's examples. Everything a run needs to continue is in
+    ``state_dict(r)``.
+
+    ``rng``: one random stream, or a list of them, one per run (K = its length). Game ``i`` belongs to
+    run ``i // num_envs``; every draw of run r comes from ``rng[r]`` in the order one run alone draws,
+    so each run is exactly the run of its seed alone (``seeds``: the seeds its networks are
+    initialised with, as ``ttt.train`` seeds a run before it builds the network; without, the networks
+    are built from torch's stream as it stands). Several runs share only the arithmetic: their
+    networks' calls are stacked (``ttt.nets.runs.RowNets``), each run's loss its own mean.
 
     ``device`` ``"cpu"`` (numpy games, ``rng`` a ``np.random.Generator``) or ``"cuda"`` (everything on
     the GPU, ``rng`` a ``torch.Generator`` there; ``arrays_for(array_device(device)).generator(seed)``
     makes either). ``ttt.device.TORCH_CPU`` runs the GPU's code path with tensors on the CPU.
+    ``net``: the network of a single run (a player learning from its games), else built.
     ``rules``: the move-selection rules, by default those of the settings (``training_rules``).
     """
 
     def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng,
-                 net: ValueNet | None = None, device: str = "cpu", rules: Rules | None = None) -> None:
+                 net: ValueNet | None = None, device: str = "cpu", rules: Rules | None = None,
+                 seeds: list[int] | None = None) -> None:
         # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
         settings = agent_settings(agent_cfg, Config)
-        self.game, self.settings, self.rng = game, settings, rng
+        self.rngs = list(rng) if isinstance(rng, (list, tuple)) else [rng]
+        self.k = k = len(self.rngs)
+        if net is not None and k != 1:
+            raise ValueError("a network is given for one run only")
+        self.game, self.settings = game, settings
         self.rules = training_rules(settings) if rules is None else rules
         self.device = device
         self.xp = xp = arrays_for(array_device(device))
-        if net is None:
-            net = build_value_net(network_cfg, game, rank_head=settings.rank_head)
-        self.net = net.to(torch_device(device))
-        self.optimizer = make_optimizer(settings, self.net)
-        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.pool: list[ValueNet] = []  # frozen copies, oldest first
-        # the target network (target_every > 0): what the TD(0) bootstrap values the chosen move with
-        self.target = copy.deepcopy(self.net).requires_grad_(False) if settings.target_every > 0 else None
-        self.target_taken_at = 0
-        self.frozen_taken_at = -1
-        self.frozen_refreshes = 0
+        nets = []
+        for r in range(k):
+            if net is None:
+                if seeds is not None:  # as a run of that seed alone initialises its network
+                    torch.manual_seed(int(seeds[r]))
+                nets.append(build_value_net(network_cfg, game, rank_head=settings.rank_head))
+            else:
+                nets.append(net)
+        self.nets = [n.to(torch_device(device)) for n in nets]
+        self.optimizer = make_optimizer(settings, self.nets[0] if k == 1 else self.nets)
+        self.groups = len(self.optimizer.param_groups) // k  # param groups per run, run 0's first
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
+        self.pools: list[list[ValueNet]] = [[] for _ in range(k)]  # per run: frozen copies, oldest first
+        # the target networks (target_every > 0): what the TD(0) bootstrap values the chosen move with
+        self.targets = [copy.deepcopy(n).requires_grad_(False) for n in self.nets] if settings.target_every > 0 \
+            else None
+        self.target_taken_at = np.zeros(k, dtype=np.int64)
+        self.frozen_taken_at = np.full(k, -1, dtype=np.int64)
+        self.frozen_refreshes = np.zeros(k, dtype=np.int64)
         self.benchmark = BenchmarkPlayer(game)
-        self.games = BatchedGames(game, num_envs, xp.device)
-        envs = xp.arange(num_envs)
-        self.agent_seat = xp.astype(xp.where(envs % 2 == 0, 1, -1), "int8")  # seats alternate per game
-        self.opponent = xp.zeros(num_envs, "int8")  # each game's opponent (OPPONENT_PHASES code)
-        self.pool_index = xp.zeros(num_envs, "int64")  # the frozen copy each game plays
-        self.prev = xp.zeros((num_envs, 2, game.num_cells), "float32")  # last afterstate per seat
-        self.has_prev = xp.zeros((num_envs, 2), "bool")
+        self.num_envs = b = int(num_envs)
+        self.games = BatchedGames(game, k * b, xp.device)
+        envs = xp.arange(k * b)
+        self.run_of = envs // b
+        local = envs % b
+        self.agent_seat = xp.astype(xp.where(local % 2 == 0, 1, -1), "int8")  # seats alternate per game
+        self.opponent = xp.zeros(k * b, "int8")  # each game's opponent (OPPONENT_PHASES code)
+        self.pool_index = xp.zeros(k * b, "int64")  # the frozen copy each game plays
+        self.prev = xp.zeros((k * b, 2, game.num_cells), "float32")  # last afterstate per seat
+        self.has_prev = xp.zeros((k * b, 2), "bool")
         self.arrays = TRAINER_ARRAYS
         if settings.td_lambda > 0:  # each seat's afterstates of the game so far and their bootstrap values
             most = (game.num_cells + 1) // 2
-            self.trace_obs = xp.zeros((num_envs, 2, most, game.num_cells), "int8")  # boards: -1, 0, +1
-            self.trace_boot = xp.zeros((num_envs, 2, most), "float32")
-            self.trace_len = xp.zeros((num_envs, 2), "int64")
+            self.trace_obs = xp.zeros((k * b, 2, most, game.num_cells), "int8")  # boards: -1, 0, +1
+            self.trace_boot = xp.zeros((k * b, 2, most), "float32")
+            self.trace_len = xp.zeros((k * b, 2), "int64")
             self.seat_sign = xp.asarray(np.array([1.0, -1.0], dtype=np.float32))  # seat 0 plays +1, seat 1 -1
             self.arrays = TRAINER_ARRAYS + TRACE_ARRAYS
-        self.episodes = 0
-        self.steps = 0
+        self.run_episodes = np.zeros(k, dtype=np.int64)
+        self.run_steps = np.zeros(k, dtype=np.int64)
+        self.active = np.ones(k, dtype=bool)  # runs still training (a finished run's games stop: retire)
+        self._live = None  # the games of the active runs, None while every run trains
         # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
-        self.loss_sum = torch.zeros((), dtype=torch.float64, device=torch_device(device))
-        self.loss_count = 0
-        curriculum.refresh_frozen(self)
-        curriculum.draw_opponents(self, envs, xp.zeros(num_envs, "int64"))
+        self.loss_sum = torch.zeros(k, dtype=torch.float64, device=torch_device(device))
+        self.loss_count = np.zeros(k, dtype=np.int64)
         # positions of random play, one ply further every step, labelled by the rules alone: the positions
         # self-play rarely reaches (several open threats at once) still teach the network what the rules know
         labels = max(settings.random_labels, settings.rank_labels)
-        self.label_games = BatchedGames(game, labels, xp.device) if labels else None
+        self.label_games = [BatchedGames(game, labels, xp.device) for _ in range(k)] if labels else None
+        for r in range(k):
+            curriculum.refresh_frozen(self, r)
+            curriculum.draw_opponents(self, r, self.games_of(r), xp.zeros(b, "int64"))
+
+    # ---- one run's view (the single run's names)
+    @property
+    def net(self) -> ValueNet:
+        """The network of the first run (of the single run)."""
+        return self.nets[0]
+
+    @property
+    def rng(self):
+        return self.rngs[0]
+
+    @property
+    def pool(self) -> list[ValueNet]:
+        """The frozen copies of the first run (of the single run)."""
+        return self.pools[0]
+
+    @property
+    def target(self) -> ValueNet | None:
+        """The target network of the first run (of the single run), None without one."""
+        return None if self.targets is None else self.targets[0]
 
     @property
     def frozen(self) -> ValueNet | None:
-        """The newest frozen copy (None before the curriculum takes one)."""
+        """The newest frozen copy of the first run (None before the curriculum takes one)."""
         return self.pool[-1] if self.pool else None
 
-    def phase(self) -> str:
-        """The opponent of games that start now."""
-        return curriculum.phase(self.settings, self.episodes)
+    @property
+    def episodes(self) -> int:
+        """Training games finished, all runs together (one run: its own)."""
+        return int(self.run_episodes.sum())
 
-    def phase_label(self) -> str:
-        """The opponents of games that start now, for people: e.g. ``80% benchmark / 20% frozen``."""
-        return curriculum.phase_label(self.settings, self.episodes, len(self.pool))
+    @property
+    def steps(self) -> int:
+        return int(self.run_steps.max())
+
+    def games_of(self, r: int) -> slice:
+        """The games of run ``r`` (a slice of the per-game arrays)."""
+        return slice(r * self.num_envs, (r + 1) * self.num_envs)
+
+    def each_run(self, rows):
+        """``(r, at)`` for each run with games among ``rows`` (ascending game numbers), in run order:
+        ``at`` a slice of ``rows``, the games of run r."""
+        if not len(rows):
+            return
+        if self.k == 1:
+            yield 0, slice(None)
+            return
+        bounds = np.searchsorted(self.xp.numpy(rows), np.arange(self.k + 1) * self.num_envs)
+        for r in range(self.k):
+            if bounds[r + 1] > bounds[r]:
+                yield r, slice(int(bounds[r]), int(bounds[r + 1]))
+
+    def scorer(self, rows, nets: list[ValueNet] | None = None):
+        """The networks ``nets`` (one per run; the learners' by default) as one, each of the games ``rows``
+        valued by its run's (``RowNets``); one run: its network itself."""
+        nets = self.nets if nets is None else nets
+        return nets[0] if self.k == 1 else RowNets(nets, self.run_of[rows])
+
+    def phase(self, r: int = 0) -> str:
+        """The opponent of run ``r``'s games that start now."""
+        return curriculum.phase(self.settings, int(self.run_episodes[r]))
+
+    def phase_label(self, r: int = 0) -> str:
+        """The opponents of run ``r``'s games that start now, for people: e.g. ``80% benchmark / 20% frozen``."""
+        return curriculum.phase_label(self.settings, int(self.run_episodes[r]), len(self.pools[r]))
 
     def learner_mask(self):
-        """Games whose player to move learns: the agent's seat, or both seats in self-play games."""
-        return (self.games.to_play == self.agent_seat) | (self.opponent == OPPONENT_PHASES["self_play"])
+        """Games whose player to move learns: the agent's seat, or both seats in self-play games (of the
+        runs still training)."""
+        mask = (self.games.to_play == self.agent_seat) | (self.opponent == OPPONENT_PHASES["self_play"])
+        return mask if self._live is None else mask & self._live
 
     def tactics(self, rows) -> MoveTactics | None:
         """``move_tactics`` of the games ``rows`` when the rules or the rule labels need them, else None."""
@@ -206,32 +218,43 @@ class Trainer:
         g = self.games
         return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
 
+    def retire(self, r: int) -> None:
+        """Run ``r`` has finished: its games stop, the other runs go on."""
+        self.active[r] = False
+        self.games.done[self.games_of(r)] = True
+        self._live = self.xp.asarray(self.active[self.xp.numpy(self.run_of)])
+
     # ---- one ply in every game
     def step(self, actions=None) -> Targets:
         """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move.
 
         Returns the ply's training examples (before any symmetry augmentation), on the trainer's device."""
-        g, rng, settings, xp = self.games, self.rng, self.settings, self.xp
+        g, settings, xp = self.games, self.settings, self.xp
         mover = xp.copy(g.to_play)
         learner = self.learner_mask()
         # the games whose mover's afterstate is trained: the learners', and the opponents' with learn_opponent_moves
-        lrn = xp.arange(len(g)) if settings.learn_opponent_moves else xp.flatnonzero(learner)
+        if settings.learn_opponent_moves:
+            lrn = xp.arange(len(g)) if self._live is None else xp.flatnonzero(self._live)
+        else:
+            lrn = xp.flatnonzero(learner)
         chosen = xp.full(len(g), -1, "int64")
         tactics = self.tactics(lrn)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
-        order, values = move_scores(self.net, g, lrn, self.rules, tactics) if len(lrn) else (None, None)
-        if self.target is not None and len(lrn):  # the move chosen by the network, valued by the copy
-            values = move_scores(self.target, g, lrn, self.rules, tactics)[1]
+        order, values = move_scores(self.scorer(lrn), g, lrn, self.rules, tactics) if len(lrn) else (None, None)
+        if self.targets is not None and len(lrn):  # the move chosen by the network, valued by the copy
+            values = move_scores(self.scorer(lrn, self.targets), g, lrn, self.rules, tactics)[1]
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
             # the learners among them choose by the network (all of them unless the opponents' moves are trained)
             mine = xp.flatnonzero(learner[lrn]) if settings.learn_opponent_moves else None
             rows, scores = (lrn, order) if mine is None else (lrn[mine], order[mine])
-            if len(rows):
-                chosen[rows] = epsilon_greedy(scores, epsilon_at(settings, self.episodes), rng, xp)
-            curriculum.opponent_moves(self, xp.flatnonzero(~learner), chosen)
-        new_value = bootstrap_values(values, chosen[lrn], xp, bool(settings.greedy_bootstrap))
+            for r, at in self.each_run(rows):
+                chosen[rows[at]] = epsilon_greedy(scores[at], epsilon_at(settings, int(self.run_episodes[r])),
+                                                  self.rngs[r], xp)
+            others = ~learner if self._live is None else ~learner & self._live
+            curriculum.opponent_moves(self, xp.flatnonzero(others), chosen)
+        new_value = bootstrap_values(values, chosen[lrn], xp)
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
         g_legal = g.legal_mask()[lrn] if settings.search_backup else None
@@ -252,32 +275,45 @@ class Trainer:
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
         if settings.rule_labels and tactics is not None:
-            parts.append(rule_targets(lrn, views, tactics, float(settings.gamma), self.game,
-                                      settings.fork_defence_labels, rng))
+            for r, at in self.each_run(lrn):
+                t = tactics if self.k == 1 else MoveTactics(tactics.win[at], tactics.loss[at], tactics.fork[at])
+                parts.append(rule_targets(lrn[at], views[at], t, float(settings.gamma), self.game,
+                                          settings.fork_defence_labels, self.rngs[r]))
         if settings.search_backup and len(lrn):
-            parts.append(search_backup_targets(lrn, views, g_legal, tactics, self.net, self.game,
-                                               float(settings.gamma), self.rules))
-        pairs = None
-        if self.label_games is not None:
-            labels, pairs = random_position_labels(self.label_games, settings, self.net, rng)
-            parts.append(labels)
+            for r, at in self.each_run(lrn):
+                t = tactics if tactics is None or self.k == 1 else \
+                    MoveTactics(tactics.win[at], tactics.loss[at], tactics.fork[at])
+                parts.append(search_backup_targets(lrn[at], views[at], g_legal[at], t, self.nets[r], self.game,
+                                                   float(settings.gamma), self.rules))
         batch = Targets.concat(parts)
-        self._update(batch.obs, batch.targets, pairs)
+        runs = self.run_of[batch.rows]  # the run of each example (labels of random play: below)
+        pairs = [None] * self.k
+        if self.label_games is not None:
+            labelled, label_runs = [batch], [runs]
+            for r in np.flatnonzero(self.active):
+                labels, pairs[r] = random_position_labels(self.label_games[r], settings, self.nets[r], self.rngs[r])
+                labelled.append(labels)
+                label_runs.append(xp.full(len(labels.targets), int(r), "int64"))
+            batch, runs = Targets.concat(labelled), xp.concat(label_runs)
+        self._update(batch.obs, batch.targets, runs, pairs)
 
         # remember the learners' afterstates; start new games where games ended
         self.prev[lrn, seat] = after
         self.has_prev[lrn, seat] = True
-        self.steps += 1
+        self.run_steps[self.active] += 1
         if len(ended):
             self.has_prev[ended] = False
             self.agent_seat[ended] *= -1
-            g.reset(g.done)
-            curriculum.draw_opponents(self, ended, self.episodes + 1 + xp.arange(len(ended)))
-            self.episodes += len(ended)
-            curriculum.refresh_frozen(self)
-            if self.target is not None and self.episodes - self.target_taken_at >= self.settings.target_every:
-                self.target.load_state_dict(self.net.state_dict())
-                self.target_taken_at = self.episodes
+            g.reset(g.done if self._live is None else g.done & self._live)  # a retired run's games stay finished
+            for r, at in self.each_run(ended):
+                envs = ended[at]
+                curriculum.draw_opponents(self, r, envs, int(self.run_episodes[r]) + 1 + xp.arange(len(envs)))
+                self.run_episodes[r] += len(envs)
+                curriculum.refresh_frozen(self, r)
+                if self.targets is not None and \
+                        self.run_episodes[r] - self.target_taken_at[r] >= self.settings.target_every:
+                    self.targets[r].load_state_dict(self.nets[r].state_dict())
+                    self.target_taken_at[r] = self.run_episodes[r]
         return batch
 
     def _lambda_targets(self, lrn, seat, after, new_value, reward, ended) -> Targets:
@@ -295,108 +331,163 @@ class Trainer:
         self.trace_len[ended] = 0
         return targets
 
-    def _symmetric(self, boards):
-        """Each board as a random one of its symmetric images (``symmetry_augment``), else as it is."""
+    def _symmetric(self, boards, runs):
+        """Each board as a random one of its symmetric images (``symmetry_augment``, drawn from the stream
+        of its run, ``runs``), else as it is."""
         if not self.settings.symmetry_augment or not len(boards):
             return boards
         # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
         # of every line in an orbit then learn from a threat seen on any of them
         xp = self.xp
         symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
-        perms = symmetries[xp.integers(self.rng, len(symmetries), len(boards))]
+        if self.k == 1:
+            perms = symmetries[xp.integers(self.rngs[0], len(symmetries), len(boards))]
+        else:
+            perms = xp.zeros((len(boards), boards.shape[1]), "int64")
+            for r in range(self.k):
+                at = xp.flatnonzero(runs == r)
+                if len(at):
+                    perms[at] = symmetries[xp.integers(self.rngs[r], len(symmetries), len(at))]
         return boards[xp.arange(len(boards))[:, None], perms]
 
-    def _update(self, obs, targets, pairs=None) -> None:
-        """One optimiser step on the TD targets of this ply (targets are constants: detached), plus
-        ``rank_weight`` times ``rank_loss`` on ``pairs`` (higher, lower, above) when given."""
+    def _update(self, obs, targets, runs, pairs) -> None:
+        """One optimiser step of each run on its TD targets of this ply (targets are constants: detached;
+        each run's loss its own mean), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]``
+        (higher, lower, above) when given. A run without targets does not step."""
         if len(targets) == 0:
             return
-        xp = self.xp
-        pred = self.net(xp.to_tensor(self._symmetric(obs)))
+        xp, settings = self.xp, self.settings
+        obs = self._symmetric(obs, runs)
         target = xp.to_tensor(targets)
-        loss = td_loss(pred, target, self.settings.loss)
-        loss_value = loss.detach()
-        if pairs is not None and len(pairs[1]):
-            higher, lower, above = pairs
-            boards = self._symmetric(xp.concat([higher, lower]))
-            higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
-            loss = loss + self.settings.rank_weight * rank_loss(self.net, higher, lower, xp.to_tensor(above))
-        self.optimizer.zero_grad(set_to_none=True)
+        if self.k == 1:
+            stepping = [0]
+            pred = self.net(xp.to_tensor(obs))
+            loss = td_loss(pred, target, settings.loss)
+            losses = loss.detach().double().reshape(1) * len(targets)
+            counts = np.array([len(targets)])
+        else:
+            counts = np.bincount(xp.numpy(runs), minlength=self.k)
+            stepping = np.flatnonzero(counts).tolist()
+            runs_t = xp.to_tensor(runs)
+            per = td_loss(RowNets(self.nets, runs_t)(xp.to_tensor(obs)), target, settings.loss, reduction="none")
+            weight = torch.as_tensor(1.0 / np.maximum(counts, 1), dtype=per.dtype, device=per.device)[runs_t]
+            loss = (per * weight).sum()  # the sum of each run's mean: each run's gradient its own
+            losses = torch.zeros(self.k, dtype=torch.float64, device=per.device).index_add_(
+                0, runs_t, per.detach().double())
+        for r in stepping:
+            if pairs[r] is not None and len(pairs[r][1]):
+                higher, lower, above = pairs[r]
+                boards = self._symmetric(xp.concat([higher, lower]), xp.full(len(higher) + len(lower), r, "int64"))
+                higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
+                loss = loss + settings.rank_weight * rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
+        self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
-        scale = lr_scale_at(self.settings, self.episodes)
-        if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
-            for group, lr in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
-                group["lr"] = lr * scale
+        for r in stepping:
+            scale = lr_scale_at(settings, int(self.run_episodes[r]))
+            if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
+                groups = self.optimizer.param_groups[r * self.groups:(r + 1) * self.groups]
+                for group, lr in zip(groups, self.base_lrs, strict=True):
+                    group["lr"] = lr * scale
         self.optimizer.step()
-        self.loss_sum += loss_value.double() * len(targets)
-        self.loss_count += len(targets)
+        self.loss_sum += losses
+        self.loss_count += counts
 
-    def take_loss(self) -> float:
-        """Mean TD loss since the previous call (nan when there was no update)."""
-        mean = float(self.loss_sum) / self.loss_count if self.loss_count else float("nan")
-        self.loss_sum.zero_()
-        self.loss_count = 0
+    def take_loss(self, r: int = 0) -> float:
+        """Mean TD loss of run ``r`` since the previous call (nan when there was no update)."""
+        count = int(self.loss_count[r])
+        mean = float(self.loss_sum[r]) / count if count else float("nan")
+        self.loss_sum[r] = 0.0
+        self.loss_count[r] = 0
         return mean
 
-    # ---- checkpoint state
-    def state_dict(self) -> dict:
-        g, xp = self.games, self.xp
+    def _run_optimizer(self, r: int, state: dict | None = None) -> torch.optim.Optimizer:
+        """Run ``r``'s optimiser as its own (``make_optimizer`` of its network alone), holding its state;
+        with ``state`` (such an optimiser's ``state_dict``), that state is loaded into the trainer's."""
+        if self.k == 1:
+            if state is not None:
+                self.optimizer.load_state_dict(state)
+            return self.optimizer
+        own = make_optimizer(self.settings, self.nets[r])
+        groups = self.optimizer.param_groups[r * self.groups:(r + 1) * self.groups]
+        if state is not None:
+            own.load_state_dict(state)
+            for mine, group in zip(own.param_groups, groups, strict=True):
+                group["lr"] = mine["lr"]
+            for p in self.nets[r].parameters():
+                self.optimizer.state.pop(p, None)
+                if p in own.state:
+                    self.optimizer.state[p] = own.state[p]
+            return own
+        for mine, group in zip(own.param_groups, groups, strict=True):
+            mine["lr"] = group["lr"]
+        for p in self.nets[r].parameters():
+            if p in self.optimizer.state:
+                own.state[p] = self.optimizer.state[p]
+        return own
 
-        def saved(x):  # a CPU tensor copy of a per-game array
-            return xp.to_tensor(xp.copy(x)).cpu()
+    # ---- checkpoint state of one run (the same format for every K)
+    def state_dict(self, r: int = 0) -> dict:
+        g, xp, rng = self.games, self.xp, self.rngs[r]
+        games = self.games_of(r)
 
-        generator = {"device": self.rng.get_state()} if xp.is_torch else {"numpy": self.rng.bit_generator.state}
+        def saved(x):  # a CPU tensor copy of run r's slice of a per-game array
+            return xp.to_tensor(xp.copy(x[games])).cpu()
+
+        generator = {"device": rng.get_state()} if xp.is_torch else {"numpy": rng.bit_generator.state}
         return {
-            "weights": self.net.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "pool": [f.state_dict() for f in self.pool],
-            "target": None if self.target is None else self.target.state_dict(),
-            "target_taken_at": self.target_taken_at,
-            "frozen_taken_at": self.frozen_taken_at,
-            "frozen_refreshes": self.frozen_refreshes,
-            "episodes": self.episodes,
-            "steps": self.steps,
+            "weights": self.nets[r].state_dict(),
+            "optimizer": self._run_optimizer(r).state_dict(),
+            "pool": [f.state_dict() for f in self.pools[r]],
+            "target": None if self.targets is None else self.targets[r].state_dict(),
+            "target_taken_at": int(self.target_taken_at[r]),
+            "frozen_taken_at": int(self.frozen_taken_at[r]),
+            "frozen_refreshes": int(self.frozen_refreshes[r]),
+            "episodes": int(self.run_episodes[r]),
+            "steps": int(self.run_steps[r]),
             "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
                      **{name: saved(getattr(self, name)) for name in self.arrays}},
             "label_games": None if self.label_games is None else
-            {name: saved(getattr(self.label_games, name)) for name in GAME_ARRAYS},
+            {name: xp.to_tensor(xp.copy(getattr(self.label_games[r], name))).cpu() for name in GAME_ARRAYS},
             "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
         }
 
-    def load_state_dict(self, s: dict) -> None:
-        load_weights(self.net, s["weights"])
-        self.optimizer.load_state_dict(s["optimizer"])
-        self.pool = []
+    def load_state_dict(self, s: dict, r: int = 0) -> None:
+        """Continue run ``r`` from its ``state_dict``."""
+        net = self.nets[r]
+        load_weights(net, s["weights"])
+        self._run_optimizer(r, s["optimizer"])
+        self.pools[r] = []
         for weights in s["pool"]:
-            frozen = copy.deepcopy(self.net).requires_grad_(False)
+            frozen = copy.deepcopy(net).requires_grad_(False)
             load_weights(frozen, weights)
-            self.pool.append(frozen)
-        self.frozen_taken_at, self.frozen_refreshes = s["frozen_taken_at"], s["frozen_refreshes"]
-        if self.target is not None:  # a checkpoint from before the option: the copy starts from the weights
-            load_weights(self.target, s["target"] if s.get("target") is not None else s["weights"])
-            self.target_taken_at = s.get("target_taken_at", s["episodes"])
-        self.episodes, self.steps = s["episodes"], s["steps"]
-        g, envs, xp = self.games, s["envs"], self.xp
-        if tuple(envs["board"].shape) != tuple(g.board.shape):
-            raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {len(g)}")
+            self.pools[r].append(frozen)
+        self.frozen_taken_at[r], self.frozen_refreshes[r] = s["frozen_taken_at"], s["frozen_refreshes"]
+        if self.targets is not None:  # a checkpoint from before the option: the copy starts from the weights
+            load_weights(self.targets[r], s["target"] if s.get("target") is not None else s["weights"])
+            self.target_taken_at[r] = s.get("target_taken_at", s["episodes"])
+        self.run_episodes[r], self.run_steps[r] = s["episodes"], s["steps"]
+        g, envs, xp, games = self.games, s["envs"], self.xp, self.games_of(r)
+        if tuple(envs["board"].shape) != (self.num_envs, self.game.num_cells):
+            raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {self.num_envs}")
         saved_on = "cuda" if "device" in s["rng"] else "cpu"
         if saved_on != ("cuda" if xp.is_torch else "cpu"):
             raise CheckpointError(f"this run was trained with device={saved_on}; resume it with device={saved_on}")
         for name in GAME_ARRAYS:
-            getattr(g, name)[:] = xp.asarray(envs[name].numpy())
+            getattr(g, name)[games] = xp.asarray(envs[name].numpy())
         for name in self.arrays:
             if name in TRACE_ARRAYS and name not in envs:  # td_lambda turned on at resume: traces start now
                 continue
             saved = envs[name] if name in envs else envs["kind"]  # older checkpoints name it "kind"
-            getattr(self, name)[:] = xp.asarray(saved.numpy())
+            getattr(self, name)[games] = xp.asarray(saved.numpy())
         if self.label_games is not None:
+            if s.get("label_games") is None:
+                raise CheckpointError("this run was trained without random-play labels or rank pairs "
+                                      "(agent.random_labels and agent.rank_labels 0); resume it with the same")
             for name in GAME_ARRAYS:
-                getattr(self.label_games, name)[:] = xp.asarray(s["label_games"][name].numpy())
+                getattr(self.label_games[r], name)[:] = xp.asarray(s["label_games"][name].numpy())
         if xp.is_torch:
-            self.rng.set_state(s["rng"]["device"])
+            self.rngs[r].set_state(s["rng"]["device"])
         else:
-            self.rng.bit_generator.state = s["rng"]["numpy"]
+            self.rngs[r].bit_generator.state = s["rng"]["numpy"]
         torch.set_rng_state(s["rng"]["torch"])
         random.setstate(s["rng"]["python"])
-
-
