@@ -31,9 +31,9 @@ class _Shell:
 
     def __init__(self, net: nn.Module) -> None:
         self.module = copy.deepcopy(net).requires_grad_(False)
-        for layer in self.module.modules():  # line detectors as one matrix product: stacked, a batched one
-            if hasattr(layer, "dense"):
-                layer.dense = True
+        for layer in self.module.modules():  # line detectors as products and sums (many small products are slow)
+            if hasattr(layer, "stacked"):
+                layer.dense, layer.stacked = False, True
         self.slots = []  # (submodule, attribute) of each parameter, in the order of named_parameters
         for name, _ in net.named_parameters():
             path, _, attr = name.rpartition(".")
@@ -46,6 +46,40 @@ class _Shell:
 
 
 _SHELLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> its _Shell
+_STACKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # first network -> (networks, stacked parameters)
+
+
+def stack_parameters(nets: list[nn.Module]) -> list[torch.Tensor]:
+    """Keep the parameters of ``nets`` (one architecture) in stacked tensors, one per parameter with a
+    leading axis over ``nets``: each network's parameters become Parameters that share the stacked
+    tensors' memory (so an optimiser stepping them updates the stacks), and a ``RowNets`` call over
+    these networks reads the stacks without copying them. The stacks are leaves of their own: the
+    gradient of such a call lands in their ``grad`` (``move_stacked_grads`` hands it to the networks).
+    Returns the stacks, in the order of ``named_parameters``."""
+    names = [name for name, _ in nets[0].named_parameters()]
+    stacks = []
+    for name in names:
+        path, _, attr = name.rpartition(".")
+        stack = torch.stack([net.get_parameter(name).detach() for net in nets]).requires_grad_(True)
+        for r, net in enumerate(nets):
+            setattr(net.get_submodule(path), attr, nn.Parameter(stack.detach()[r]))
+        stacks.append(stack)
+    _STACKS[nets[0]] = (tuple(nets), stacks)
+    _PARAMS.pop(nets[0], None)
+    return stacks
+
+
+def move_stacked_grads(nets: list[nn.Module], runs) -> None:
+    """Add the stacks' gradients (``stack_parameters``) to the parameters of the networks ``runs`` (a
+    network outside ``runs`` keeps no gradient: an optimiser leaves it as it is), then clear them."""
+    _, stacks = _STACKS[nets[0]]
+    for i, stack in enumerate(stacks):
+        if stack.grad is None:
+            continue
+        for r in runs:
+            p = _params(nets[r])[i]
+            p.grad = stack.grad[r] if p.grad is None else p.grad + stack.grad[r]
+        stack.grad = None
 _PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> its parameters, in order
 
 
@@ -122,7 +156,12 @@ class RowNets:
             with torch.inference_mode(False):  # its buffers normal tensors, which autograd may save
                 _SHELLS[template] = _Shell(template)
         shell = _SHELLS[template]
-        stacked = [torch.stack(ps) for ps in zip(*(_params(self.nets[g]) for g in present), strict=True)]
+        entry = _STACKS.get(self.nets[0]) if self.nets[0] is not None else None
+        if entry is not None and entry[0] == tuple(self.nets):  # networks whose parameters are stacked already
+            index = None if len(present) == len(self.nets) else torch.tensor(present, device=device)
+            stacked = [s if index is None else s.index_select(0, index) for s in entry[1]]
+        else:
+            stacked = [torch.stack(ps) for ps in zip(*(_params(self.nets[g]) for g in present), strict=True)]
         out = vmap(lambda p, *a: shell.call(method, p, *a))(stacked, *padded)
         outs = out if isinstance(out, tuple) else (out,)
         outs = tuple(o.reshape(len(present) * width, *o.shape[2:]) for o in outs)
@@ -131,4 +170,4 @@ class RowNets:
         return outs if isinstance(out, tuple) else outs[0]
 
 
-__all__ = ["RowNets"]
+__all__ = ["RowNets", "move_stacked_grads", "stack_parameters"]

@@ -45,6 +45,7 @@ class StructuredLayer(nn.Module):
                  orbits: torch.Tensor | None = None, dense: bool = False) -> None:
         super().__init__()
         self.dense = bool(dense)
+        self.stacked = False  # set on the copy that maps over stacked networks (ttt.nets.runs)
         lines = torch.as_tensor(lines, dtype=torch.long)
         if lines.ndim != 2 or lines.numel() == 0:
             raise ValueError(f"lines must be a non-empty (L, k) tensor, got shape {tuple(lines.shape)}")
@@ -106,7 +107,10 @@ class StructuredLayer(nn.Module):
         if self.dense:  # the same sums as one matrix product with the zero-padded weight (other rounding)
             return F.linear(x, self.dense_weight(), self.biases())
         cells = x[:, self.lines]  # (N, L, k): the cells of every line
-        out = torch.einsum("nlk,lkd->nld", cells, self.blocks()).reshape(x.shape[0], self.out_features)
+        if self.stacked:  # products and sums, no matrix product: the form that maps over stacked networks
+            out = (cells.unsqueeze(-1) * self.blocks()).sum(-2).reshape(x.shape[0], self.out_features)
+        else:
+            out = torch.einsum("nlk,lkd->nld", cells, self.blocks()).reshape(x.shape[0], self.out_features)
         bias = self.biases()
         return out if bias is None else out + bias
 

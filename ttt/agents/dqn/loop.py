@@ -103,7 +103,7 @@ def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) ->
         net = trainer.nets[r]
         save_checkpoint(run.checkpoint_path(), {
             "kind": "dqn", "game": game.name, "config": run.config_dict(), "network": network,
-            "rules": asdict(play_rules), **heads_entry(net), "weights": net.state_dict(),
+            "rules": asdict(play_rules), **heads_entry(net), "weights": trainer.weights(r),
             "episodes": int(trainer.run_episodes[r]), "trainer": trainer.state_dict(r)})
 
     def log(r: int, run, episode: int) -> str:

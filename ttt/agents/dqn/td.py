@@ -113,18 +113,25 @@ def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str, reduction: str 
 
 def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> torch.optim.Optimizer:
     """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
-    set (> 0). Given several networks (runs side by side), one optimiser over all of them, the groups of
-    each network in turn: every parameter keeps its own state, as in its network's own optimiser, and a
-    network whose parameters get no gradient in a step does not move."""
-    many = isinstance(nets, list)
-    params = []
-    for net in nets if many else [nets]:
+    set (> 0). Given several networks (runs side by side), one optimiser over all of them: every
+    parameter keeps its own state, as in its network's own optimiser, and a network whose parameters get
+    no gradient in a step does not move. Their parameters share one group per kind (first layer, the
+    rest), or with a falling learning rate (``lr_final``, each network's rate on its own schedule)
+    each network has groups of its own, one network's after another."""
+    many = isinstance(nets, list) and len(nets) > 1
+    kinds = []  # per network: its parameters by group
+    for net in nets if isinstance(nets, list) else [nets]:
         if settings.first_lr > 0:
             rest = [p for name, p in net.named_parameters() if not name.startswith("first.")]  # rest., then rank.
-            params += [{"params": list(net.first.parameters()), "lr": settings.first_lr}, {"params": rest}]
+            kinds.append([list(net.first.parameters()), rest])
         else:
-            params.append({"params": list(net.parameters())})
-    foreach = True if many and len(nets) > 1 else None  # several networks: each update in a few kernels
+            kinds.append([list(net.parameters())])
+    lrs = [settings.first_lr, settings.lr] if settings.first_lr > 0 else [settings.lr]
+    schedule = settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
+    if many and not schedule:
+        kinds = [[[p for mine in kinds for p in mine[j]] for j in range(len(lrs))]]
+    params = [{"params": group, "lr": lr} for mine in kinds for group, lr in zip(mine, lrs, strict=True)]
+    foreach = True if many else None  # several networks: each update in a few kernels
     if settings.optimizer == "sgd":
         return torch.optim.SGD(params, lr=settings.lr, foreach=foreach)
     return torch.optim.Adam(params, lr=settings.lr, foreach=foreach)

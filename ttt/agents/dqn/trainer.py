@@ -42,7 +42,7 @@ from ttt.games import BatchedGames, Game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import Rules
 from ttt.games.threats import MoveTactics, move_tactics
-from ttt.nets.runs import RowNets
+from ttt.nets.runs import RowNets, move_stacked_grads, stack_parameters
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer
 
@@ -96,8 +96,12 @@ class Trainer:
             else:
                 nets.append(net)
         self.nets = [n.to(torch_device(device)) for n in nets]
+        if k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
+            stack_parameters(self.nets)
         self.optimizer = make_optimizer(settings, self.nets[0] if k == 1 else self.nets)
-        self.groups = len(self.optimizer.param_groups) // k  # param groups per run, run 0's first
+        self.groups = len(make_optimizer(settings, self.nets[0]).param_groups)  # param groups of one run
+        # one group per kind of parameter for all runs, unless the rates follow each run's own schedule
+        self.merged = len(self.optimizer.param_groups) == self.groups
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
         self.pools: list[list[ValueNet]] = [[] for _ in range(k)]  # per run: frozen copies, oldest first
         # the target networks (target_every > 0): what the TD(0) bootstrap values the chosen move with
@@ -382,6 +386,8 @@ class Trainer:
                 loss = loss + settings.rank_weight * rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
+        if self.k > 1:
+            move_stacked_grads(self.nets, stepping)
         for r in stepping:
             scale = lr_scale_at(settings, int(self.run_episodes[r]))
             if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
@@ -400,6 +406,10 @@ class Trainer:
         self.loss_count[r] = 0
         return mean
 
+    def weights(self, r: int = 0) -> dict:
+        """Run ``r``'s network weights, a copy (side by side its parameters share the stacks' memory)."""
+        return {name: value.clone() for name, value in self.nets[r].state_dict().items()}
+
     def _run_optimizer(self, r: int, state: dict | None = None) -> torch.optim.Optimizer:
         """Run ``r``'s optimiser as its own (``make_optimizer`` of its network alone), holding its state;
         with ``state`` (such an optimiser's ``state_dict``), that state is loaded into the trainer's."""
@@ -408,7 +418,7 @@ class Trainer:
                 self.optimizer.load_state_dict(state)
             return self.optimizer
         own = make_optimizer(self.settings, self.nets[r])
-        groups = self.optimizer.param_groups[r * self.groups:(r + 1) * self.groups]
+        groups = self.optimizer.param_groups[0 if self.merged else r * self.groups:][:self.groups]
         if state is not None:
             own.load_state_dict(state)
             for mine, group in zip(own.param_groups, groups, strict=True):
@@ -435,7 +445,7 @@ class Trainer:
 
         generator = {"device": rng.get_state()} if xp.is_torch else {"numpy": rng.bit_generator.state}
         return {
-            "weights": self.nets[r].state_dict(),
+            "weights": self.weights(r),
             "optimizer": self._run_optimizer(r).state_dict(),
             "pool": [f.state_dict() for f in self.pools[r]],
             "target": None if self.targets is None else self.targets[r].state_dict(),
