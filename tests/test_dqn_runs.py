@@ -137,11 +137,14 @@ def test_the_recipe_side_by_side_makes_the_moves_of_each_run_alone_for_200_games
     _same_moves("4x4x4", network, agent, 8, 200, seeds=(0, 1))
 
 
-def test_runs_side_by_side_on_the_device_code_path_make_the_moves_of_each_run_alone():
-    """``device=cuda``'s code path (torch tensors, a ``torch.Generator`` per run), here on the CPU."""
+@pytest.mark.parametrize("device", [TORCH_CPU, pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA"))])
+def test_runs_side_by_side_on_the_device_code_path_make_the_moves_of_each_run_alone(device):
+    """``device=cuda``'s code path (torch tensors, a ``torch.Generator`` per run): on the CPU here, on a GPU
+    where there is one."""
     agent = Config(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
                    benchmark_fraction=0.5, exact_losses=True, rank_labels=6, rank_head=True, symmetry_augment=True)
-    _same_moves("3x3", {**MLP, "hidden": [16]}, agent, 2, 60, seeds=(0, 1), device=TORCH_CPU)
+    _same_moves("3x3", {**MLP, "hidden": [16]}, agent, 2, 60, seeds=(0, 1), device=device)
 
 
 def test_a_run_side_by_side_resumes_exactly_from_its_checkpoint(tmp_path):

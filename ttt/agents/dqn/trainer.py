@@ -1,16 +1,15 @@
-"""A batch of training games, the learning network, its optimiser and the opponents: ``Trainer``.
+"""The learner's training games, networks, optimiser and opponents: ``Trainer``, with a run axis.
 
-``num_envs`` games run side by side; each ply is one forward pass over every legal afterstate of
-every game where a learner moves, and one optimiser step over every training example of that ply
-(``ttt.agents.dqn.td``: the TD(0) targets; ``ttt.agents.dqn.labels``: the rules' labels and rank
-pairs). With ``num_envs=1`` this is exactly the online per-game algorithm.
-
-Devices (``device=cpu|cuda``, ``ttt.device``). The trainer is written once against
-``ttt.games.arrays``: on the CPU the games and the trainer's per-game arrays are numpy arrays and
-random numbers come from a numpy generator; on a GPU they are torch tensors there, drawn from a
-``torch.Generator``, and the networks, move selection, the TD targets and the random, benchmark and
-frozen opponents run there too. Per ply only sizes (how many games a learner moves in, how many
-ended) reach the host; the logged loss is summed on the device and read when it is logged.
+K runs (``seeds=K``; one by default) of ``num_envs`` games each; each ply is one forward pass over
+every legal afterstate of every game where a learner moves, and one optimiser step per run over its
+training examples of that ply (``td``: the TD(0) targets; ``labels``: the rules' labels and rank
+pairs). With ``num_envs=1`` each run is exactly the online per-game algorithm, and each run side by
+side is its seed's run alone: only the arithmetic of several runs' networks is shared
+(``ttt.nets.runs``). Devices (``device=cpu|cuda``, ``ttt.device``): the trainer is written once
+against ``ttt.games.arrays``: numpy arrays and numpy generators on the CPU, torch tensors and
+``torch.Generator``s on a GPU, where the networks, move selection, the TD targets and the random,
+benchmark and frozen opponents run too. Per ply only sizes reach the host (and, side by side, which
+runs have games in a call); the logged loss is summed on the device and read when it is logged.
 """
 
 from __future__ import annotations
@@ -152,6 +151,7 @@ class Trainer:
 
     @property
     def rng(self):
+        """The random stream of the first run (of the single run)."""
         return self.rngs[0]
 
     @property
@@ -173,10 +173,6 @@ class Trainer:
     def episodes(self) -> int:
         """Training games finished, all runs together (one run: its own)."""
         return int(self.run_episodes.sum())
-
-    @property
-    def steps(self) -> int:
-        return int(self.run_steps.max())
 
     def games_of(self, r: int) -> slice:
         """The games of run ``r`` (a slice of the per-game arrays)."""
