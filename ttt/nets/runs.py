@@ -137,6 +137,10 @@ class RowNets:
         present = torch.nonzero(counts).flatten().tolist()
         if len(present) == 1:
             return getattr(self.nets[present[0]], method)(*args)
+        entry = _STACKS.get(self.nets[0]) if self.nets[0] is not None else None
+        stacked = entry[1] if entry is not None and entry[0] == tuple(self.nets) else None
+        if stacked is not None:  # every network, rows or not: reading the stacks whole copies nothing
+            present = list(range(len(self.nets)))
         slot_of = torch.full((len(self.nets),), -1, dtype=torch.long, device=device)
         slot_of[present] = torch.arange(len(present), device=device)
         slot = slot_of[groups]
@@ -156,11 +160,7 @@ class RowNets:
             with torch.inference_mode(False):  # its buffers normal tensors, which autograd may save
                 _SHELLS[template] = _Shell(template)
         shell = _SHELLS[template]
-        entry = _STACKS.get(self.nets[0]) if self.nets[0] is not None else None
-        if entry is not None and entry[0] == tuple(self.nets):  # networks whose parameters are stacked already
-            index = None if len(present) == len(self.nets) else torch.tensor(present, device=device)
-            stacked = [s if index is None else s.index_select(0, index) for s in entry[1]]
-        else:
+        if stacked is None:
             stacked = [torch.stack(ps) for ps in zip(*(_params(self.nets[g]) for g in present), strict=True)]
         out = vmap(lambda p, *a: shell.call(method, p, *a))(stacked, *padded)
         outs = out if isinstance(out, tuple) else (out,)
