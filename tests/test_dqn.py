@@ -20,11 +20,11 @@ from ttt.agents.dqn import (
     final_targets,
     lambda_targets,
     make_optimizer,
-    move_values,
     rank_loss,
     rank_orders,
     rank_pairs,
     rule_targets,
+    selection_values,
     td0_targets,
     training_rules,
 )
@@ -228,7 +228,7 @@ def test_greedy_values_score_the_afterstate_of_each_move():
     game = make_game("4x4x4")
     net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
     state = game.initial_state().apply(5).apply(40).apply(17)
-    values = move_values(net, BatchedGames.from_states([state]), np.array([0]))[0]
+    values = selection_values(net, BatchedGames.from_states([state]), np.array([0]))[0]
     for a in state.legal_actions():
         with torch.no_grad():
             direct = float(net(torch.from_numpy(-state.apply(a).observation())[None])[0])
@@ -321,8 +321,8 @@ def test_a_winning_afterstate_scores_its_reward_exactly():
     for a in [0, 20, 1, 40, 2, 60]:
         state = state.apply(a)
     games = BatchedGames.from_states([state])
-    exact = move_values(net, games, np.array([0]))[0]
-    estimate = move_values(net, games, np.array([0]), NO_RULES)[0]
+    exact = selection_values(net, games, np.array([0]))[0]
+    estimate = selection_values(net, games, np.array([0]), NO_RULES)[0]
     assert float(exact[3]) == 1.0 and float(estimate[3]) < 1.0
     others = [a for a in state.legal_actions() if a != 3]
     assert torch.equal(exact[others], estimate[others])
@@ -405,8 +405,8 @@ def test_exact_losses_score_minus_one_in_move_selection():
     for a in [21, 0, 42, 1, 63, 2]:  # O holds 0, 1, 2: X must take 3
         state = state.apply(a)
     games = BatchedGames.from_states([state])
-    ruled = move_values(net, games, np.array([0]), Rules(losses=True))[0]
-    alone = move_values(net, games, np.array([0]), NO_RULES)[0]
+    ruled = selection_values(net, games, np.array([0]), Rules(losses=True))[0]
+    alone = selection_values(net, games, np.array([0]), NO_RULES)[0]
     others = [a for a in state.legal_actions() if a != 3]
     assert (ruled[others] == -1.0).all() and float(ruled[3]) == float(alone[3])
     player = DQNPlayer(game, net, rules=Rules(losses=True))
@@ -691,7 +691,7 @@ def greedy_share(trainer: Trainer, net, learners: bool, plies: int) -> float:
         g = trainer.games
         mask = trainer.learner_mask() if learners else ~trainer.learner_mask()
         rows = np.flatnonzero(mask)
-        best = move_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
+        best = selection_values(net, g, rows, trainer.rules).argmax(1).numpy() if len(rows) else []
         before = g.board.copy()
         trainer.step()
         for row, cell in zip(rows, best, strict=True):
@@ -728,7 +728,7 @@ def test_exact_wins_value_a_winning_move_at_its_reward_in_training_moves(exact_w
     t = make_trainer(epsilon=0.0, exact_wins=exact_wins, seats=[1])
     for cell in (0, 3, 1, 4):  # X holds 0 and 1, O holds 3 and 4: X (the learner) wins at 2
         t.games.play(np.array([cell]))
-    values = move_values(t.net, t.games, np.array([0]), t.rules)[0]
+    values = selection_values(t.net, t.games, np.array([0]), t.rules)[0]
     assert t.rules.wins is exact_wins and (float(values[2]) == 1.0) is exact_wins
     if exact_wins:  # the learner takes its win; the network alone values it below 1
         t.step()
@@ -768,7 +768,7 @@ def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
 
 def test_exact_forks_values_forks_in_the_training_moves():
     from ttt.agents.dqn import Config, training_rules
-    from ttt.agents.dqn.moves import move_values
+    from ttt.agents.dqn.moves import selection_values
 
     game = make_game("3x3")
     games = BatchedGames(game, 1)
@@ -782,8 +782,8 @@ def test_exact_forks_values_forks_in_the_training_moves():
     with_forks = training_rules(Config(exact_forks=True, gamma=0.9))
     without = training_rules(Config(gamma=0.9))
     assert with_forks.forks and not without.forks
-    valued = move_values(net, games, np.array([0]), with_forks)[0]
-    plain = move_values(net, games, np.array([0]), without)[0]
+    valued = selection_values(net, games, np.array([0]), with_forks)[0]
+    plain = selection_values(net, games, np.array([0]), without)[0]
     assert torch.allclose(valued[forks], torch.tensor(0.9)) and not torch.allclose(plain[forks], torch.tensor(0.9))
 
 
@@ -823,7 +823,7 @@ def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compo
 
 
 def test_a_target_network_values_the_chosen_move_and_the_learning_network_chooses():
-    from ttt.agents.dqn.moves import move_values
+    from ttt.agents.dqn.moves import selection_values
 
     def first_afterstate_target(trainer, move):
         """O's target for its first afterstate (X corner 0, O centre 4) when O plays ``move``."""
@@ -837,8 +837,8 @@ def test_a_target_network_values_the_chosen_move_and_the_learning_network_choose
     t = make_trainer(opponent="self_play", opponent_after="self_play", lr=0.5, target_every=1000)
     for cell in opening:
         t.step(np.array([cell]))
-    copy_values = move_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
-    own_values = move_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
+    copy_values = selection_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
+    own_values = selection_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
     legal = np.flatnonzero(np.isfinite(own_values))
     move = int(legal[np.abs(copy_values[legal] - own_values[legal]).argmax()])
     assert abs(copy_values[move] - own_values[move]) > 1e-3  # the learning network has moved away from the copy

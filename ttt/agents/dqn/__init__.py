@@ -23,7 +23,7 @@ from __future__ import annotations
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES, OPPONENTS
 from ttt.agents.dqn.labels import rank_loss, rank_orders, rank_pairs, rule_targets
 from ttt.agents.dqn.loop import check, train, train_side_by_side
-from ttt.agents.dqn.moves import epsilon_greedy, move_values
+from ttt.agents.dqn.moves import epsilon_greedy, selection_values
 from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
 from ttt.agents.dqn.td import Targets, final_targets, lambda_targets, make_optimizer, td0_targets
@@ -34,6 +34,6 @@ USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, tar
 
 __all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
            "DQNPlayer", "Rules", "Targets", "Trainer", "check",
-           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer", "move_values",
+           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer", "selection_values",
            "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "rule_targets", "rule_values",
            "td0_targets", "train", "train_side_by_side", "training_rules"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch.nn.functional as F
 
-from ttt.agents.dqn.moves import move_scores, move_values
+from ttt.agents.dqn.moves import move_scores, selection_values
 from ttt.agents.dqn.settings import training_rules
 from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
@@ -218,7 +218,7 @@ def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.n
     replies.board[:] = xp.astype(after, "int8")
     replies.to_play[:] = -1
     replies.num_moves[:] = xp.astype((replies.board != 0).sum(1), "int16")
-    values = xp.from_tensor(move_values(net, replies, xp.arange(n), rules))
+    values = xp.from_tensor(selection_values(net, replies, xp.arange(n), rules))
     best = values.max(1) if not xp.is_torch else values.amax(1)
     full = ~replies.legal_mask().any(1)
     best = xp.where(full, 0.0, best)

@@ -19,9 +19,10 @@ from ttt.nets.structured import ValueNet
 
 
 @torch.inference_mode()
-def move_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
-                tactics: MoveTactics | None = None) -> torch.Tensor:
-    """(len(rows), cells) values of every legal afterstate of the games ``rows``, -inf where illegal.
+def selection_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
+                     tactics: MoveTactics | None = None) -> torch.Tensor:
+    """(len(rows), cells) values of every legal afterstate of the games ``rows`` as move selection sees
+    them: the network's ``afterstate_values`` with the rules' exact values in place, -inf where illegal.
 
     A tensor where the games are: on the CPU for numpy games, else on their device.
 
@@ -38,7 +39,7 @@ def move_scores(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rul
                 tactics: MoveTactics | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(order, values)`` of every legal afterstate of the games ``rows``, each (len(rows), cells),
     -inf where illegal: move selection takes the argmax of ``order``; ``values`` are the value head's
-    with the rules' exact values in place (``move_values``), what the TD(0) targets bootstrap from.
+    with the rules' exact values in place (``selection_values``), what the TD(0) targets bootstrap from.
 
     Without a rank head ``order`` is ``values``. With one (``ValueNet.rank``) the rules still decide
     what they know and the rank head orders the rest: an afterstate the rules value exactly above 0 (a

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from ttt.agents.dqn.moves import move_scores, move_values
+from ttt.agents.dqn.moves import move_scores, selection_values
 from ttt.agents.dqn.settings import Config
 from ttt.agents.dqn.trainer import Trainer
 from ttt.checkpoint import load_weights, save_checkpoint
@@ -45,7 +45,7 @@ class DQNPlayer(BatchPlayer):
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` (its rules applied): the value head's, also with a
         rank head, whose order the player moves by (``act_batch``)."""
-        return move_values(self.net, games, rows, self.rules)
+        return selection_values(self.net, games, rows, self.rules)
 
     def act_batch(self, games: BatchedGames, rng=None):
         """Greedy moves of numpy games, or of games on a device (wherever the network is): the argmax of
