@@ -19,6 +19,7 @@ import ttt.calibration as cal
 import ttt.value_quality as value_quality
 from ttt.agents.dqn import DQNPlayer, Rules
 from ttt.games import BatchedGames, make_game, random_legal_actions
+from ttt.games.threats import completing_moves
 from ttt.nets.structured import build_value_net
 from ttt.players import Player, make_player
 
@@ -317,6 +318,16 @@ def test_json_output_has_the_keys(tmp_path):
         saved["outcomes"])
     assert {"median", "classes"} <= set(saved["openings"])
     assert saved["rules_apply"] is False
+    assert {"opponent", "auc", "pearson", "by_phase"} <= set(saved["discrimination"])
+    assert set(saved["discrimination"]["by_phase"]) == {"1-10", "11-20", "21+"}
+    assert {"forced_loss", "double_threat", "completed_line"} <= set(saved["one_move"])
+
+
+def test_the_opponent_of_the_won_or_lost_measure_is_named_by_its_spec():
+    result = cal.calibration(compose_calibration("player=perfect", "game=3x3", "games=20", "rollouts=1",
+                                                 "opponent=random", "one_move=20", "epsilon=0"))
+    assert result["discrimination"]["opponent"] == "random" and result["discrimination"]["games"] == 20
+    assert result["discrimination"]["lost"] == 0  # perfect play, not exploring, never loses
 
 
 def test_boards_without_exact_values_measure_outcomes_only():
@@ -364,3 +375,78 @@ def test_the_shipped_dqn_444_is_calibrated_on_its_own_games():
     # the default measure (500 positions of its own games, 16 continuations each); the checkpoint before: 0.695
     result = cal.calibration(compose_calibration())
     assert result["ece"] <= 0.15 and abs(result["outcomes"]["mean_value"] - result["outcomes"]["mean_outcome"]) < 0.1
+
+
+# ---- telling won from lost, and the one-move afterstates
+def test_roc_auc_by_hand_with_ties_and_a_missing_class():
+    # pairs (won, lost): 0.35 > 0.1, 0.35 < 0.4, 0.8 > 0.1, 0.8 > 0.4: 3 of 4
+    assert value_quality.roc_auc([0.1, 0.4, 0.35, 0.8], [False, False, True, True]) == pytest.approx(0.75)
+    assert value_quality.roc_auc([0.5, 0.5, 0.5], [True, False, False]) == pytest.approx(0.5)  # ties half
+    assert value_quality.roc_auc([0.2, 0.9], [True, False]) == pytest.approx(0.0)
+    assert value_quality.roc_auc([0.2, 0.9], [True, True]) is None
+
+
+def test_discrimination_by_phase_leaves_draws_out_of_the_auc():
+    values = np.array([0.9, -0.5, 0.0, 0.1, 0.7, -0.2])
+    outcomes = np.array([1, -1, 0, -1, 1, -1])
+    plies = np.array([1, 3, 12, 12, 25, 30])
+    d = value_quality.discrimination(values, outcomes, plies)
+    assert (d["positions"], d["won"], d["lost"]) == (6, 2, 3)
+    assert d["auc"] == pytest.approx(1.0) and d["pearson"] == pytest.approx(value_quality.pearson(values, outcomes))
+    phases = d["by_phase"]
+    assert [phases[p]["positions"] for p in ("1-10", "11-20", "21+")] == [2, 2, 2]
+    assert phases["11-20"]["auc"] is None  # one lost, one drawn: no won position
+    assert phases["21+"]["auc"] == pytest.approx(1.0)
+
+
+def test_a_constant_value_tells_won_from_lost_no_better_than_chance():
+    game = make_game("3x3")
+    d = cal.measure(ConstantPlayer(game, 0.2), game, games=100, rollouts=1, one_move=50)["discrimination"]
+    assert d["won"] > 0 and d["lost"] > 0
+    assert d["auc"] == pytest.approx(0.5) and d["pearson"] is None
+
+
+def test_the_perfect_player_values_every_one_move_afterstate_exactly_and_tells_won_from_lost():
+    game = make_game("3x3")
+    result = cal.measure(make_player("perfect", game), game, games=200, rollouts=1, epsilon=0.2, one_move=100)
+    for name, exact in value_quality.ONE_MOVE.items():
+        c = result["one_move"][name]
+        assert c["afterstates"] == 100 and c["mean"] == c["q25"] == c["q75"] == exact
+    d = result["discrimination"]
+    assert d["opponent"] == "self" and d["positions"] > 400 and d["won"] > 0 and d["lost"] > 0
+    assert d["auc"] > 0.65  # exact values (0.76 at this seed); exploring moves after them decide many games
+
+
+@pytest.mark.parametrize("board", ["3x3", "4x4x4_gravity"])
+def test_the_one_move_classes_are_what_playing_them_shows(board):
+    """Each drawn move of each class, played out: a forced loss lets the opponent complete a line at
+    once; a double threat leaves it no such move and the mover two; a completed line wins."""
+    game = make_game(board)
+    pool, picks = value_quality.one_move_afterstates(game, 60, np.random.default_rng(2))
+    for name, (rows, cells) in picks.items():
+        assert len(rows) > 0, name
+        after = BatchedGames(game, len(rows))
+        for field in ("board", "to_play", "num_moves"):
+            getattr(after, field)[:] = getattr(pool, field)[rows]
+        mover = after.to_play.copy()
+        ended = after.play(cells)
+        if name == "completed_line":
+            assert ended.all() and (after.winner == mover).all()
+            continue
+        assert not ended.any()
+        legal = after.legal_mask()
+        opponent_wins = completing_moves(after.board, after.to_play, legal, game).any(1)
+        if name == "forced_loss":
+            assert opponent_wins.all()
+        else:  # the mover's playable winning cells, were it to move again
+            assert not opponent_wins.any() and (completing_moves(after.board, mover, legal, game).sum(1) >= 2).all()
+
+
+def test_games_against_an_opponent_alternate_seats_and_give_the_movers_outcome():
+    game = make_game("3x3")
+    boards, plies, outcomes = cal.opponent_games(make_player("perfect", game), make_player("random", game), game, 60,
+                                                 0.0, np.random.default_rng(0))
+    movers = value_quality.movers(boards)
+    assert set(movers.tolist()) == {1, -1}  # first in half the games, second in the others
+    assert (outcomes >= 0).all()  # perfect play never loses
+    assert set(plies[movers == 1].tolist()) <= {1, 3, 5, 7} and set(plies[movers == -1].tolist()) <= {2, 4, 6, 8}

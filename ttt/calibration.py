@@ -33,6 +33,17 @@ Three measures:
   is the same for every position can be calibrated (ece near 0) and still tell nothing; it cannot
   correlate (null when the values are constant).
   ``figure=FILE.png`` draws the reliability diagram (extra ``plot``).
+* **Won or lost** (every board): ``games`` games of the player against ``opponent`` (a player spec;
+  default itself), both epsilon-greedy, the player first in half of them; every non-terminal
+  afterstate of the player's moves, its value and its game's outcome for the player who moved. The
+  *ROC AUC* of the values, won against lost (draws left out; the probability that a won position's
+  value is above a lost one's, ties half: 0.5 tells nothing, as a constant does), and their Pearson
+  correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+).
+* **One-move afterstates** (every board): from every non-terminal position of ``one_move`` random
+  games, up to ``one_move`` afterstates of each class whose value one move decides: ``forced_loss``
+  (the opponent then completes a line at once: exact -1), ``double_threat`` (no such reply, and two
+  playable winning cells it cannot both block: +1), ``completed_line`` (+1); the mean and quartiles
+  of the player's values of each.
 * **Opening values**: the value of every first move, grouped by the orbits of the cells under the
   board's symmetries (``Game.symmetries``; 3x3: corner, edge, centre), with their median, and the
   exact outcome of each class where the board has one.
@@ -50,7 +61,12 @@ JSON (``output=FILE.json``)::
                   "mean_outcome": ..., "pearson": ..., "value_sd": ..., "outcome_sd": ...,
                   "bins": [{"low", "high", "positions", "mean_value", "mean_outcome"}]},
      "openings": {"median": ..., "min": ..., "max": ..., "classes": [{"name", "cells", "values", "mean",
-                  "exact"}]}}
+                  "exact"}]},
+     "discrimination": {"opponent": name, "games": G, "epsilon": e, "positions": N, "won": n, "lost": n,
+                        "auc": ..., "pearson": ..., "by_phase": {"1-10": {"positions", "won", "lost", "auc",
+                        "pearson"}, "11-20": {...}, "21+": {...}}},
+     "one_move": {"positions": N, "forced_loss": {"afterstates": n, "exact": -1, "mean", "q25", "median",
+                  "q75"}, "double_threat": {...}, "completed_line": {...}}}
 
 ``calibration(cfg)`` is the plain function (tests call it); ``main`` the Hydra wrapper that turns the
 expected errors into one line and exit status 2.
@@ -75,12 +91,15 @@ from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.players import Player
 from ttt.specs import agent_spec, board_name, load_agents
 from ttt.value_quality import (
+    PHASES,
     WIN_THRESHOLD,
+    discrimination,
     exact_afterstates,
     exact_measures,
     exact_outcomes,
     has_exact_values,
     movers,
+    one_move_values,
     opening_values,
     pearson,
     values_of_afterstates,
@@ -151,6 +170,33 @@ def own_afterstates(player: Player, game: Game, games: int, epsilon: float,
     return history[live]
 
 
+def opponent_games(player: Player, opponent: Player | None, game: Game, games: int, epsilon: float,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(boards, plies, outcomes)`` of every non-terminal afterstate of ``player``'s moves in ``games``
+    games against ``opponent`` (None: itself, both seats its moves), the player first in the even
+    games, both epsilon-greedy: the ply of each move (1: the first) and its game's outcome from the
+    view of the player who made it (+1, 0, -1)."""
+    played = BatchedGames(game, games)
+    seat = np.where(np.arange(games) % 2 == 0, 1, -1).astype(np.int8)
+    me = EpsilonGreedy(player, epsilon)
+    other = EpsilonGreedy(opponent, epsilon) if opponent is not None else None
+    boards, plies, rows, movers_ = [], [], [], []
+    while not played.done.all():
+        mine = ~played.done & ((played.to_play == seat) if other is not None else True)
+        actions = me.act_batch(played, rng)
+        if other is not None:
+            actions = np.where(mine, actions, other.act_batch(played, rng))
+        mover, ply = played.to_play.copy(), played.num_moves.astype(np.int64) + 1
+        ended = played.play(actions)
+        keep = mine & ~ended
+        boards.append(played.board[keep].copy())
+        plies.append(ply[keep])
+        rows.append(np.flatnonzero(keep))
+        movers_.append(mover[keep])
+    rows, mover = np.concatenate(rows), np.concatenate(movers_).astype(np.int64)
+    return np.concatenate(boards), np.concatenate(plies), (played.winner[rows].astype(np.int64) * mover)
+
+
 def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tuple[list[dict], float]:
     """The reliability table of ``values`` against mean ``outcomes`` in ``bins`` equal bins over
     [-1, 1] (a value of exactly 1 in the last), and the expected calibration error
@@ -173,9 +219,11 @@ def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tup
 
 # ------------------------------------------------------------------------------ the whole measure
 def measure(player: Player, game: Game, positions: int = 20000, games: int = 500, rollouts: int = 16,
-            epsilon: float = 0.1, bins: int = 10, seed: int = 0, valuer: Player | None = None) -> dict[str, Any]:
+            epsilon: float = 0.1, bins: int = 10, seed: int = 0, valuer: Player | None = None,
+            opponent: tuple[str, Player] | None = None, one_move: int = 500) -> dict[str, Any]:
     """Every measure of the module docstring on ``game``, as the JSON's dictionary (without the
-    player's name and rules): the values of ``valuer`` (default ``player``), the games of ``player``."""
+    player's name and rules): the values of ``valuer`` (default ``player``), the games of ``player``
+    (against ``opponent``, a label and a player, in the discrimination measure; None: itself)."""
     rng = np.random.default_rng(seed)
     valuer = valuer or player
     result: dict[str, Any] = {"game": game.name, "thresholds": {"win": WIN_THRESHOLD, "loss": -WIN_THRESHOLD}}
@@ -197,6 +245,12 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
                           "pearson": pearson(values, outcomes), "value_sd": float(values.std()),
                           "outcome_sd": float(outcomes.std()), "bins": table}
     result["openings"] = opening_values(valuer, game)
+    # last, so that the measures above keep their random draws
+    boards, plies, won = opponent_games(player, None if opponent is None else opponent[1], game, games, epsilon, rng)
+    result["discrimination"] = {"opponent": "self" if opponent is None else opponent[0], "games": games,
+                                "epsilon": epsilon, **discrimination(values_of_afterstates(valuer, game, boards),
+                                                                     won, plies)}
+    result["one_move"] = one_move_values(valuer, game, one_move, rng)
     return result
 
 
@@ -231,6 +285,25 @@ def format_report(result: dict[str, Any]) -> str:
         if b["positions"]:
             lines.append(f"  [{b['low']:+.1f}, {b['high']:+.1f}]   {b['positions']:>9} {b['mean_value']:>+7.3f} "
                          f"{b['mean_outcome']:>+8.3f}")
+    d = result.get("discrimination")
+    if d is not None:
+        def fmt(x):
+            return "n/a" if x is None else f"{x:.3f}"
+        lines.append(f"won or lost ({d['positions']} afterstates of its moves in {d['games']} games against "
+                     f"{d['opponent']}, epsilon {d['epsilon']:g}; {d['won']} won, {d['lost']} lost): auc "
+                     f"{fmt(d['auc'])}, correlation {fmt(d['pearson'])}")
+        for name, *_ in PHASES:
+            p = d["by_phase"][name]
+            if p["positions"]:
+                lines.append(f"  plies {name:<6} {p['positions']:>7} afterstates  auc {fmt(p['auc'])}  "
+                             f"correlation {fmt(p['pearson'])}")
+        m = result["one_move"]
+        lines.append(f"one-move afterstates (from {m['positions']} positions of random play):")
+        for name in ("forced_loss", "double_threat", "completed_line"):
+            c = m[name]
+            if c["afterstates"]:
+                lines.append(f"  {name:<15} {c['afterstates']:>5}  exact {c['exact']:+.0f}  mean {c['mean']:+.3f}  "
+                             f"quartiles {c['q25']:+.3f} {c['median']:+.3f} {c['q75']:+.3f}")
     op = result["openings"]
     lines.append(f"opening values: median {op['median']:+.3f}, min {op['min']:+.3f}, max {op['max']:+.3f}")
     for c in op["classes"]:
@@ -279,6 +352,8 @@ class CalibrationConfig:
     rollouts: int = 16  # continuations of each
     epsilon: float = 0.1  # exploration of the self-play and the continuations
     bins: int = 10  # equal bins over [-1, 1]
+    opponent: Any = None  # won or lost: the player's games against this player spec; null: itself
+    one_move: int = 500  # one-move afterstates of each class (forced loss, double threat, completed line)
     seed: int = 0
     output: str | None = None  # the results as JSON
     figure: str | None = None  # the reliability diagram as PNG (extra plot)
@@ -293,7 +368,7 @@ def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
     import torch
 
     out = out or sys.stdout
-    for key in ("positions", "games", "rollouts", "bins", "threads"):
+    for key in ("positions", "games", "rollouts", "bins", "threads", "one_move"):
         if int(cfg[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {cfg[key]}")
     if not 0.0 <= float(cfg.epsilon) <= 1.0:
@@ -308,13 +383,15 @@ def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
         except ModuleNotFoundError:
             raise ValueError("figure= needs matplotlib: pip install -e '.[plot]'") from None
     torch.set_num_threads(int(cfg.threads))
-    game, [(label, player)] = load_agents([agent_spec(cfg)], board_name(cfg))
+    specs = [agent_spec(cfg)] + ([cfg.opponent] if cfg.opponent not in (None, "self") else [])
+    game, loaded = load_agents(specs, board_name(cfg))
+    (label, player), opponent = loaded[0], (loaded[1] if len(loaded) > 1 else None)
     switchable = callable(getattr(player, "without_rules", None))
     valuer = player.without_rules() if switchable and not cfg.rules else player
     player = without_threat_chains(player)
     t0 = time.perf_counter()
     result = measure(player, game, int(cfg.positions), int(cfg.games), int(cfg.rollouts), float(cfg.epsilon),
-                     int(cfg.bins), int(cfg.seed), valuer)
+                     int(cfg.bins), int(cfg.seed), valuer, opponent, int(cfg.one_move))
     seconds = time.perf_counter() - t0
     result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": switchable,
               **{k: v for k, v in result.items() if k != "game"}, "seconds": seconds}

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ttt.games import BatchedGames, Game, opening_name
+from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.players import Player
 from ttt.suites import tactics_rates
@@ -106,6 +106,8 @@ def sign_class(values: np.ndarray) -> np.ndarray:
 def pearson(a: np.ndarray, b: np.ndarray) -> float | None:
     """Pearson's correlation of ``a`` and ``b``; None when either is constant."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if not len(a) or (a == a[0]).all() or (b == b[0]).all():  # constant: the mean's rounding is no spread
+        return None
     a, b = a - a.mean(), b - b.mean()
     denom = np.sqrt((a * a).sum() * (b * b).sum())
     return None if denom == 0 else float((a * b).sum() / denom)
@@ -123,6 +125,90 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     sums = np.bincount(inverse, weights=ranks)
     return (sums / counts)[inverse]  # each tie group gets its mean rank
+
+
+# ------------------------------------------------------------------------------ telling won from lost
+PHASES = (("1-10", 1, 10), ("11-20", 11, 20), ("21+", 21, None))  # the ply of the move (1: the first)
+
+
+def roc_auc(values: np.ndarray, won: np.ndarray) -> float | None:
+    """The area under the ROC curve of ``values`` separating ``won`` (True) from lost (False): the
+    probability that a won position's value is above a lost one's, ties counting half (0.5: no
+    discrimination, a constant's); None without both kinds."""
+    values, won = np.asarray(values, dtype=np.float64), np.asarray(won, dtype=bool)
+    wins, losses = int(won.sum()), int((~won).sum())
+    if not wins or not losses:
+        return None
+    ranks = _ranks(values) + 1.0  # 1-based, ties their mean rank (Mann-Whitney U)
+    return float((ranks[won].sum() - wins * (wins + 1) / 2) / (wins * losses))
+
+
+def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) -> dict[str, Any]:
+    """How well ``values`` tell won from lost: the ROC AUC over the decided outcomes (+1 won, -1 lost;
+    draws left out) and Pearson's correlation with every outcome (draws as 0), overall and by the
+    phase of the move (``plies``: 1-10, 11-20, 21+)."""
+    values, outcomes, plies = (np.asarray(x) for x in (values, outcomes, plies))
+
+    def part(mask: np.ndarray) -> dict[str, Any]:
+        v, o = values[mask].astype(np.float64), outcomes[mask].astype(np.float64)
+        decided = o != 0
+        return {"positions": int(mask.sum()), "won": int((o > 0).sum()), "lost": int((o < 0).sum()),
+                "auc": roc_auc(v[decided], o[decided] > 0), "pearson": pearson(v, o) if len(v) else None}
+
+    out = part(np.ones(len(values), dtype=bool))
+    out["by_phase"] = {name: part((plies >= low) & (plies <= (high if high is not None else plies.max(initial=0))))
+                       for name, low, high in PHASES}
+    return out
+
+
+ONE_MOVE = {"forced_loss": -1.0, "double_threat": 1.0, "completed_line": 1.0}  # each class and its exact value
+
+
+def one_move_afterstates(game: Game, count: int, rng: np.random.Generator) -> tuple[BatchedGames, dict[str, tuple]]:
+    """``(positions, {class: (rows, cells)})``: every non-terminal position of ``count`` games of random
+    play, and up to ``count`` moves of each ``ONE_MOVE`` class among them, drawn uniformly (see
+    ``one_move_values``)."""
+    from ttt.games.threats import move_tactics
+
+    played = BatchedGames(game, count)
+    boards, to_play = [], []
+    while not played.done.all():
+        live = ~played.done
+        boards.append(played.board[live].copy())
+        to_play.append(played.to_play[live].copy())
+        played.play(random_legal_actions(played.legal_mask(), rng))
+    pool = BatchedGames(game, sum(len(b) for b in boards))
+    pool.board[:] = np.concatenate(boards)
+    pool.to_play[:] = np.concatenate(to_play)
+    pool.num_moves[:] = (pool.board != 0).sum(1)
+    tactics = move_tactics(pool.board, pool.to_play, pool.legal_mask(), game)
+    picks = {}
+    for name, mask in (("forced_loss", tactics.loss), ("double_threat", tactics.fork),
+                       ("completed_line", tactics.win)):
+        rows, cells = np.nonzero(mask)
+        keep = np.sort(rng.choice(len(rows), size=min(count, len(rows)), replace=False)) if len(rows) else rows
+        picks[name] = (rows[keep], cells[keep])
+    return pool, picks
+
+
+def one_move_values(player: Player, game: Game, count: int, rng: np.random.Generator) -> dict[str, Any]:
+    """``player``'s values of the afterstates whose outcome one move decides, in positions of random
+    play (every non-terminal position of ``count`` random games): ``forced_loss``, the opponent can
+    then complete a line at once (exact value -1); ``double_threat``, no such reply, and two playable
+    winning cells the opponent cannot both block (+1); ``completed_line``, the move completes a line
+    (+1). Up to ``count`` of each, drawn uniformly: their mean and quartiles."""
+    pool, picks = one_move_afterstates(game, count, rng)
+    needed = np.unique(np.concatenate([rows for rows, _ in picks.values()]))
+    values = np.full((len(pool), game.num_cells), np.nan)
+    if len(needed):
+        values[needed] = move_values(player, pool, needed)
+    out: dict[str, Any] = {"positions": len(pool)}
+    for name, (rows, cells) in picks.items():
+        v = values[rows, cells]
+        q = [float(x) for x in np.percentile(v, [25, 50, 75])] if len(v) else [None] * 3
+        out[name] = {"afterstates": len(v), "exact": ONE_MOVE[name], "mean": float(v.mean()) if len(v) else None,
+                     "q25": q[0], "median": q[1], "q75": q[2]}
+    return out
 
 
 # ------------------------------------------------------------------------------ against exact values
