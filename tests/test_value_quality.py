@@ -9,7 +9,7 @@ import torch
 
 from ttt.curves import find_runs
 from ttt.games import BatchedGames, make_game
-from ttt.players import Player
+from ttt.players import Player, make_player
 from ttt.value_quality import ValueTags
 
 # 3x3's 4,519 non-terminal afterstates by exact outcome for the player who just moved (docs/calibration.md;
@@ -58,10 +58,24 @@ def test_a_player_valuing_everything_a_half_gets_the_wins_right(tags_3x3):
     assert m["opening/cell_4"] == pytest.approx(0.5)
 
 
+def test_the_one_move_tags_are_the_mean_values_of_a_fixed_sample_of_each_class(tags_3x3):
+    m = tags_3x3.measures(Constant(tags_3x3.game, 0.5))
+    assert {k for k in m if k.startswith("one_move/")} == {"one_move/forced_loss", "one_move/double_threat",
+                                                           "one_move/completed_line"}
+    assert all(m[k] == pytest.approx(0.5) for k in m if k.startswith("one_move/"))
+    perfect = tags_3x3.measures(make_player("perfect", tags_3x3.game))  # the exact values of the classes
+    assert (perfect["one_move/forced_loss"], perfect["one_move/double_threat"],
+            perfect["one_move/completed_line"]) == (-1.0, 1.0, 1.0)
+    again = ValueTags(make_game("3x3"))  # drawn once per run, the same for every run
+    for name, (rows, cells) in tags_3x3.one_move[1].items():
+        assert np.array_equal(again.one_move[1][name][0], rows) and np.array_equal(again.one_move[1][name][1], cells)
+
+
 def test_boards_without_exact_values_log_only_the_openings():
     tags = ValueTags(make_game("3x3x3"))
     m = tags.measures(Constant(tags.game, -0.25))
     assert tags.boards is None and "sign_agreement" not in m and "mae" not in m
+    assert m["one_move/forced_loss"] == pytest.approx(-0.25)
     assert m["opening_median"] == pytest.approx(-0.25)
     assert {k for k in m if k.startswith("opening/")} == {"opening/cell_0", "opening/cell_1", "opening/cell_4",
                                                           "opening/cell_13"}  # corner, edge, face centre, centre
@@ -76,13 +90,13 @@ def test_a_dqn_run_logs_the_network_alones_values_at_each_evaluation(compose_tra
                          "agent.final_eval_games=2", "num_envs=8", "agent.random_labels=8"])
     train(cfg)
     (run,) = find_runs(tmp_path)
-    for key in ("sign_agreement", "mae", "agreement_draw", "opening_median", "opening/cell_4"):
+    for key in ("sign_agreement", "mae", "agreement_draw", "opening_median", "opening/cell_4", "one_move/forced_loss"):
         steps = run.curves[f"eval/values/{key}"].steps.tolist()  # games end together in batches of up to 8
         assert len(steps) == 2 and 32 <= steps[0] < 40 and steps[1] >= 64
     # the last point is the saved network's, without its rules (which would value every losing move -1)
     player = player_from_checkpoint(load_checkpoint(tmp_path / "run" / "checkpoint.pt"))
     want = ValueTags(make_game("3x3")).measures(player.without_rules())
-    for key in ("sign_agreement", "mae", "opening_max", "opening/cell_0"):
+    for key in ("sign_agreement", "mae", "opening_max", "opening/cell_0", "one_move/double_threat"):
         assert run.curves[f"eval/values/{key}"].values[-1] == pytest.approx(want[key], abs=1e-6)
     with_rules = ValueTags(make_game("3x3")).measures(player)
     assert with_rules["sign_agreement"] != pytest.approx(want["sign_agreement"], abs=1e-6)

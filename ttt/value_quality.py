@@ -16,6 +16,9 @@ that values a batch of moves at once (the dqn player; the network alone, without
 ``eval/values/opening/cell_<c>``         mean value of the first moves of the symmetry class
                                          of cell ``c`` (its smallest cell; 3x3: 0 corner, 1 edge,
                                          4 centre), ``ttt.plot figure=openings`` draws them
+``eval/values/one_move/<class>``         mean value of a fixed sample of 200 afterstates of each
+                                         class whose value one move decides: ``forced_loss``
+                                         (exact -1), ``double_threat``, ``completed_line`` (+1)
 ``eval/values/sign_agreement``           share of a fixed sample of non-terminal afterstates
                                          whose sign class is the exact outcome (3x3, 4x4 only)
 ``eval/values/mae``                      their mean absolute error against the exact outcome
@@ -162,6 +165,7 @@ def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) 
 
 
 ONE_MOVE = {"forced_loss": -1.0, "double_threat": 1.0, "completed_line": 1.0}  # each class and its exact value
+ONE_MOVE_TAG = 200  # one-move afterstates of each class in the fixed sample of ValueTags
 
 
 def one_move_afterstates(game: Game, count: int, rng: np.random.Generator) -> tuple[BatchedGames, dict[str, tuple]]:
@@ -191,13 +195,15 @@ def one_move_afterstates(game: Game, count: int, rng: np.random.Generator) -> tu
     return pool, picks
 
 
-def one_move_values(player: Player, game: Game, count: int, rng: np.random.Generator) -> dict[str, Any]:
+def one_move_values(player: Player, game: Game, count: int, rng: np.random.Generator | None,
+                    sample: tuple | None = None) -> dict[str, Any]:
     """``player``'s values of the afterstates whose outcome one move decides, in positions of random
     play (every non-terminal position of ``count`` random games): ``forced_loss``, the opponent can
     then complete a line at once (exact value -1); ``double_threat``, no such reply, and two playable
     winning cells the opponent cannot both block (+1); ``completed_line``, the move completes a line
-    (+1). Up to ``count`` of each, drawn uniformly: their mean and quartiles."""
-    pool, picks = one_move_afterstates(game, count, rng)
+    (+1). Up to ``count`` of each, drawn uniformly: their mean and quartiles. ``sample``: a drawn
+    ``one_move_afterstates`` to value instead."""
+    pool, picks = sample if sample is not None else one_move_afterstates(game, count, rng)
     needed = np.unique(np.concatenate([rows for rows, _ in picks.values()]))
     values = np.full((len(pool), game.num_cells), np.nan)
     if len(needed):
@@ -335,6 +341,7 @@ class ValueTags:
         if has_exact_values(game):
             self.boards, _ = exact_afterstates(game, positions, np.random.default_rng(seed))
             self.exact = exact_outcomes(game, self.boards)
+        self.one_move = one_move_afterstates(game, ONE_MOVE_TAG, np.random.default_rng(seed))
 
     @staticmethod
     def applies(player: Player) -> bool:
@@ -347,6 +354,8 @@ class ValueTags:
         openings = opening_values(player, self.game)
         out = {f"opening_{k}": openings[k] for k in ("median", "min", "max")}
         out.update({f"opening/cell_{c['cells'][0]}": c["mean"] for c in openings["classes"]})
+        one_move = one_move_values(player, self.game, 0, None, self.one_move)
+        out.update({f"one_move/{name}": one_move[name]["mean"] for name in ONE_MOVE if one_move[name]["afterstates"]})
         if self.boards is not None:
             m = exact_measures(values_of_afterstates(player, self.game, self.boards), self.exact)
             out["sign_agreement"], out["mae"] = m["sign_agreement"], m["mae"]
