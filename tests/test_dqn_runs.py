@@ -225,16 +225,22 @@ def test_row_nets_value_each_row_by_its_own_network_with_its_own_gradients(netwo
 
 def test_a_run_without_targets_in_a_ply_does_not_step():
     """Adam moves a parameter whose gradient is zero (its moments decay); a run with no training example in
-    a ply must not move at all, as one run alone skips the step of such a ply."""
+    an update must not move at all, as one run alone skips the step of such a ply, while the others step
+    (here through the stacked call of runs 0 and 2, whose gradient holds zeros for run 1)."""
     game = make_game("3x3")
     t = Trainer(game, OmegaConf.create(MLP), Config(optimizer="adam", opponent="random", opponent_after="random"), 1,
-                [np.random.default_rng(s) for s in (0, 1)], seeds=[0, 1])
-    t.step()  # run 0 moves first, run 1 is second: only run 1's opponent moved, no target yet for either
-    before = [p.detach().clone() for p in t.nets[1].parameters()]
-    t.step()
-    # run 0 learned from its second move's target; run 1 had its first move: no target, no step
-    assert all(torch.equal(a, b) for a, b in zip(before, t.nets[1].parameters(), strict=True))
-    assert all(p not in t.optimizer.state for p in t.nets[1].parameters())
+                [np.random.default_rng(s) for s in (0, 1, 2)], seeds=[0, 1, 2])
+    obs = np.random.default_rng(3).integers(-1, 2, (6, 9)).astype(np.float32)
+    targets = np.linspace(-1, 1, 6, dtype=np.float32)
+    t._update(obs, targets, np.array([0, 1, 2, 0, 1, 2]), [None] * 3)  # every run steps: Adam has moments
+    before = [[p.detach().clone() for p in net.parameters()] for net in t.nets]
+    steps = [t.optimizer.state[p]["step"].clone() for p in t.nets[1].parameters()]
+    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]), [None] * 3)  # runs 0 and 2 alone
+    for r in (0, 2):
+        assert not all(torch.equal(a, b) for a, b in zip(before[r], t.nets[r].parameters(), strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(before[1], t.nets[1].parameters(), strict=True))
+    assert all(torch.equal(t.optimizer.state[p]["step"], s) for p, s in zip(t.nets[1].parameters(), steps,
+                                                                          strict=True))
 
 
 TINY = ["+experiment=dqn_444_gravity_vs_benchmark", "episodes=30", "eval_every=20", "eval_games=8",

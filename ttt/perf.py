@@ -344,7 +344,6 @@ def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", o
     """Training games per second, all runs together, of ``runs`` runs side by side (the run axis of one
     ``Trainer``, ``seeds=runs``) of the paper's online protocol (deep structured network without
     biases, SGD 0.005, gamma 1, squared error, epsilon 0.1, one game at a time per run)."""
-    import torch
     from omegaconf import OmegaConf
 
     from ttt.agents.dqn import Config, Trainer
@@ -352,10 +351,9 @@ def online_throughput(runs: int, seconds: float, board: str = "4x4x4_gravity", o
     network = OmegaConf.create(ONLINE_NETWORK)
     agent = Config(**ONLINE_AGENT, opponent=opponent, opponent_after=opponent)
     game = make_game(board)
-    torch.manual_seed(0)
     xp = arrays_for(array_device(device))
     trainer = Trainer(game, network, agent, 1, [xp.generator(s) for s in range(runs)], device=device,
-                      seeds=list(range(runs)))
+                      seeds=list(range(runs)))  # each network seeded as its run alone
     for _ in range(3):
         trainer.step()
     start, t0 = trainer.episodes, time.perf_counter()

@@ -34,6 +34,7 @@ import numpy as np
 
 from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
+from ttt.games.threats import move_tactics
 from ttt.players import Player
 from ttt.suites import tactics_rates
 
@@ -159,7 +160,7 @@ def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) 
                 "auc": roc_auc(v[decided], o[decided] > 0), "pearson": pearson(v, o) if len(v) else None}
 
     out = part(np.ones(len(values), dtype=bool))
-    out["by_phase"] = {name: part((plies >= low) & (plies <= (high if high is not None else plies.max(initial=0))))
+    out["by_phase"] = {name: part((plies >= low) & (plies <= (np.inf if high is None else high)))
                        for name, low, high in PHASES}
     return out
 
@@ -172,8 +173,6 @@ def one_move_afterstates(game: Game, count: int, rng: np.random.Generator) -> tu
     """``(positions, {class: (rows, cells)})``: every non-terminal position of ``count`` games of random
     play, and up to ``count`` moves of each ``ONE_MOVE`` class among them, drawn uniformly (see
     ``one_move_values``)."""
-    from ttt.games.threats import move_tactics
-
     played = BatchedGames(game, count)
     boards, to_play = [], []
     while not played.done.all():

@@ -96,6 +96,10 @@ class MoveTactics:
     loss: np.ndarray  # does not win, and the opponent can complete a line at once afterwards
     fork: np.ndarray  # neither; afterwards the mover has >= 2 playable winning cells
 
+    def take(self, rows) -> MoveTactics:
+        """The masks of the positions ``rows`` (an index or a slice)."""
+        return MoveTactics(self.win[rows], self.loss[rows], self.fork[rows])
+
 
 def move_tactics(board, player, legal, game: Game) -> MoveTactics:
     """Win, forced-loss and fork masks of every legal move of ``player`` (per row of ``board``).

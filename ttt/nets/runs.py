@@ -47,6 +47,13 @@ class _Shell:
 
 _SHELLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> its _Shell
 _STACKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # first network -> (networks, stacked parameters)
+_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> its parameters, in order
+
+
+def _params(net: nn.Module) -> list[torch.Tensor]:
+    if net not in _PARAMS:
+        _PARAMS[net] = [p for _, p in net.named_parameters()]
+    return _PARAMS[net]
 
 
 def stack_parameters(nets: list[nn.Module]) -> list[torch.Tensor]:
@@ -65,7 +72,8 @@ def stack_parameters(nets: list[nn.Module]) -> list[torch.Tensor]:
             setattr(net.get_submodule(path), attr, nn.Parameter(stack.detach()[r]))
         stacks.append(stack)
     _STACKS[nets[0]] = (tuple(nets), stacks)
-    _PARAMS.pop(nets[0], None)
+    for net in nets:  # their parameters are new objects now
+        _PARAMS.pop(net, None)
     return stacks
 
 
@@ -80,13 +88,6 @@ def move_stacked_grads(nets: list[nn.Module], runs) -> None:
             p = _params(nets[r])[i]
             p.grad = stack.grad[r] if p.grad is None else p.grad + stack.grad[r]
         stack.grad = None
-_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> its parameters, in order
-
-
-def _params(net: nn.Module) -> list[torch.Tensor]:
-    if net not in _PARAMS:
-        _PARAMS[net] = [p for _, p in net.named_parameters()]
-    return _PARAMS[net]
 
 
 class RowNets:
@@ -106,10 +107,6 @@ class RowNets:
 
     def parameters(self):
         return self.first.parameters()
-
-    @property
-    def rank(self):
-        return self.first.rank
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self._call("forward", x)

@@ -115,33 +115,13 @@ class StructuredLayer(nn.Module):
         return out if bias is None else out + bias
 
     def dense_weight(self) -> torch.Tensor:
-        """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable).
-
-        A gather: entry (l*D + d, c) is block entry (l, j, d) where c is the line's j-th cell, else a
-        zero appended to the blocks (a line holds a cell at most once), so weights stacked along a
-        leading axis (``ttt.nets.runs``) gather in one operation."""
+        """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable)."""
         blocks = self.blocks()
-        flat = torch.cat([blocks.reshape(-1), blocks.new_zeros(1)])
-        return flat.index_select(0, self._dense_index()).view(self.out_features, self.num_cells)
-
-    def _dense_index(self) -> torch.Tensor:
-        """(L*D*cells,) the position in the flattened blocks (L, k, D) of each dense entry, L*k*D for a zero."""
-        index = getattr(self, "_dense_index_cache", None)
-        if index is None or index.device != self.lines.device:
-            with torch.inference_mode(False):  # a normal tensor, which autograd may save, wherever it is first made
-                index = self._make_dense_index()
-            self._dense_index_cache = index
-        return index
-
-    def _make_dense_index(self) -> torch.Tensor:
-        num_lines, k = self.lines.shape
-        d = self.detectors
-        index = torch.full((num_lines, d, self.num_cells), num_lines * k * d, dtype=torch.long)
-        lines = self.lines.cpu()
-        for j in range(k):  # block entry (l, j, d) sits at (l, d, lines[l, j])
-            entry = (torch.arange(num_lines)[:, None] * k + j) * d + torch.arange(d)[None, :]  # (L, D)
-            index[torch.arange(num_lines)[:, None], torch.arange(d)[None, :], lines[:, j][:, None]] = entry
-        return index.reshape(-1).to(self.lines.device)
+        num_lines, k, d = blocks.shape
+        dense = blocks.new_zeros(num_lines, self.num_cells, d)
+        rows = torch.arange(num_lines, device=blocks.device)[:, None].expand(num_lines, k)
+        dense = dense.index_put((rows, self.lines), blocks, accumulate=True)  # (L, cells, D)
+        return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_cells)
 
     def extra_repr(self) -> str:
         tied = f", tied in {int(self.orbits.max()) + 1} orbits" if self.tied else ""

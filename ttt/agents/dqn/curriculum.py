@@ -99,7 +99,7 @@ def opponent_moves(trainer, rows, chosen) -> None:
         if len(pick):
             nets = [p[i] if i < len(p) else None for p in trainer.pools]
             order = move_scores(trainer.scorer(pick, nets), g, pick, trainer.rules, trainer.tactics(pick))[0]
-            slots.append((pick, order))
+            slots.append((pick, order, dict(trainer.each_run(pick))))  # run -> its games among pick
     for r, at in trainer.each_run(rows):
         rng, mine = trainer.rngs[r], rows[at]
         kinds = opponents[at]
@@ -110,10 +110,9 @@ def opponent_moves(trainer, rows, chosen) -> None:
         if len(pick):  # the benchmark player draws for every game of the run, as it plays them all
             games = trainer.games_of(r)
             chosen[pick] = random_legal_actions(choice[games], rng)[pick - games.start]
-        for pick, order in slots:
-            for s, part in trainer.each_run(pick):
-                if s == r:
-                    chosen[pick[part]] = epsilon_greedy(order[part], trainer.settings.frozen_epsilon, rng, xp)
+        for pick, order, parts in slots:
+            if r in parts:
+                chosen[pick[parts[r]]] = epsilon_greedy(order[parts[r]], trainer.settings.frozen_epsilon, rng, xp)
 
 
 def log_scalars(run, trainer, r: int, episode: int, epsilon: float) -> str:

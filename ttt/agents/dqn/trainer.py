@@ -274,15 +274,12 @@ class Trainer:
                             g.done[lrn], reward[lrn], float(settings.gamma)),
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
-        if settings.rule_labels and tactics is not None:
-            for r, at in self.each_run(lrn):
-                t = tactics if self.k == 1 else MoveTactics(tactics.win[at], tactics.loss[at], tactics.fork[at])
+        for r, at in self.each_run(lrn) if settings.rule_labels or settings.search_backup else ():
+            t = None if tactics is None else tactics.take(at)  # run r's rows
+            if settings.rule_labels and t is not None:
                 parts.append(rule_targets(lrn[at], views[at], t, float(settings.gamma), self.game,
                                           settings.fork_defence_labels, self.rngs[r]))
-        if settings.search_backup and len(lrn):
-            for r, at in self.each_run(lrn):
-                t = tactics if tactics is None or self.k == 1 else \
-                    MoveTactics(tactics.win[at], tactics.loss[at], tactics.fork[at])
+            if settings.search_backup:
                 parts.append(search_backup_targets(lrn[at], views[at], g_legal[at], t, self.nets[r], self.game,
                                                    float(settings.gamma), self.rules))
         batch = Targets.concat(parts)
