@@ -19,7 +19,7 @@ from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
 from ttt.config import ConfigError
 from ttt.players import make_player
-from ttt.run_dir import LOCK_NAME, hydra_value
+from ttt.run_dir import LOCK_NAME, RunLock, hydra_value
 from ttt.train import train
 from ttt.training import Run
 
@@ -86,6 +86,18 @@ def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_replaced(compose_tr
     # its process is gone: the lock is stale, the run goes ahead, and releases its own lock at the end
     train(compose_train(TINY))
     assert (run / "final_eval.json").is_file() and not lock.exists()
+
+
+@pytest.mark.parametrize("pid", [10**30, -1, 0, "x"])
+def test_a_lock_holding_no_possible_pid_is_stale_and_replaced_with_a_note(tmp_path, pid):
+    lock = tmp_path / LOCK_NAME
+    lock.write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "started": "x"}))
+    held = RunLock(tmp_path)
+    note = held.acquire()
+    assert note == f"removed a stale lock {lock} (it holds no process id: pid {pid!r})"
+    assert json.loads(lock.read_text())["pid"] == os.getpid()
+    held.release()
+    assert not lock.exists()
 
 
 # ------------------------------------------------------------ 3. Ctrl-C saves; checkpoints whatever eval_every is

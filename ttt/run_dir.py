@@ -8,8 +8,9 @@ checkpoint's config, and nothing on disk lost when a start fails.
   ``checkpoint.pt``) before any work starts.
 * ``lock`` (``RunLock``): ``train.lock`` holds the pid, the process's start time
   (``/proc/<pid>/stat`` field 22), the boot id and the host of the run using the folder. A lock
-  whose process is gone, whose pid now belongs to another process (another start time), or that
-  was taken before the machine rebooted is stale and replaced.
+  whose process is gone, whose pid now belongs to another process (another start time), that was
+  taken before the machine rebooted, or that holds no possible pid (-1, 10**30: not one a run
+  wrote) is stale and replaced, with a note saying why.
 * ``open(resume, overwrite, ...)``: a folder holding a checkpoint is refused unless ``resume=true``
   (the checkpoint is loaded and its config compared: ``config_changes``) or ``overwrite=true``.
   Overwriting first moves the earlier run's files (checkpoint, ``final_eval.json``, ``tb/``,
@@ -39,6 +40,7 @@ from ttt.config import ConfigError
 CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
 LOCK_NAME = "train.lock"
 HYDRA_RECORD = ".hydra"  # what Hydra writes into a job's folder before the job starts
+PID_MAX = 2**22  # the largest process id Linux gives (kernel.pid_max at most); os.kill takes no larger
 ASIDE = ".overwritten"  # the earlier run's files while an overwrite=true run starts
 RUN_FILES = (*CHECKPOINT_NAMES, "final_eval.json", "train.log")  # plain files a run writes
 RUN_FOLDERS = ("tb",)
@@ -163,7 +165,7 @@ class RunLock:
         """Who holds the lock, when someone does; else (None, why the lock is stale)."""
         try:
             info = json.loads(self.path.read_text())
-            pid, host = int(info["pid"]), str(info["host"])
+            pid, host = info["pid"], str(info["host"])
         except FileNotFoundError:
             return None, "it was just released"
         except (OSError, ValueError, KeyError, TypeError):
@@ -173,6 +175,8 @@ class RunLock:
             except OSError:
                 return None, "it was just released"
             return ("a run starting this moment", "") if young else (None, "it was left half-written")
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+            return None, f"it holds no process id: pid {pid!r}"  # no run wrote it: written by hand, or damaged
         if host != socket.gethostname():
             return (f"pid {pid} on host {host}, which cannot be checked from here; delete {self.path} "
                     f"if no run is using the folder"), ""
