@@ -154,3 +154,48 @@ def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch, suffix):
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == [path.name]
     assert load_checkpoint(path)["step"] == 1
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_weights_that_are_not_finite_are_refused_naming_the_entry(tmp_path, bad):
+    weights = {"first.weight": torch.zeros(2, 3), "out.weight": torch.ones(1, 2)}
+    weights["out.weight"][0, 1] = bad
+    envs = {"values": torch.tensor([float("-inf"), float("nan")])}  # masks of the games in flight: not weights
+    path = save_checkpoint(tmp_path / "c.pt", {"kind": "dqn", "game": "3x3", "weights": {**weights},
+                                               "trainer": {"weights": weights, "envs": envs}})
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    assert str(err.value) == (f"{path}: weights['out.weight'] holds 1 value that is NaN or infinite (the training "
+                              f"diverged); it cannot be played or resumed: use an earlier checkpoint, or train again "
+                              f"(a smaller agent.lr)")
+    fine = save_checkpoint(tmp_path / "fine.pt", {"kind": "dqn", "game": "3x3", "weights": {"w": torch.zeros(2)},
+                                                  "trainer": {"envs": envs}})
+    assert load_checkpoint(fine)["kind"] == "dqn"
+    table = save_checkpoint(tmp_path / "t.npz", {"kind": "td", "game": "3x3", "keys_0": np.arange(3),
+                                                 "values_0": np.array([0.5, bad, bad])})
+    with pytest.raises(CheckpointError, match=r"t.npz: values_0 holds 2 values that are NaN or infinite"):
+        load_checkpoint(table)
+
+
+def test_a_run_with_nan_weights_is_refused_by_resume_and_by_every_tool_that_loads_it(compose_train, tmp_path, capsys):
+    from ttt.cli import run_cli
+    from ttt.specs import load_agents
+    from ttt.train import train
+
+    tiny = ["+experiment=dqn_33", "episodes=20", "eval_every=0", "eval_games=2", "agent.final_eval_games=2",
+            "num_envs=4", "eval_opponents=[random]"]
+    train(compose_train(tiny))
+    path = tmp_path / "run" / "checkpoint.pt"
+    payload = torch.load(path, weights_only=True)
+    for weights in (payload["weights"], payload["trainer"]["weights"]):
+        next(iter(weights.values())).fill_(float("nan"))
+    torch.save(payload, path)
+    (tmp_path / "run" / "final_eval.json").unlink()  # so that resume=true continues it
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*tiny, "episodes=40", "resume=true"]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {path}: weights[") and "NaN or infinite" in err
+    with pytest.raises(CheckpointError, match="NaN or infinite"):  # ttt.benchmark, ttt.play, ttt.calibration
+        load_agents([str(path)], None)

@@ -13,7 +13,10 @@ flushed and fsynced, then renamed over the target. A run killed mid-write, a ful
 error leaves the previous file whole and no temporary file behind; an ``OSError`` names the target.
 Files get the mode a plain ``open`` would give them (0644 under the usual umask). A checkpoint is
 serialised in memory first, so a full disk is an ``OSError`` (ENOSPC), not a serialiser's error.
-Every failure to read is a ``CheckpointError`` whose message is one line naming the file.
+Every failure to read is a ``CheckpointError`` whose message is one line naming the file. A
+checkpoint whose learned values (networks' weights, tables' values: ``LEARNED``) hold a NaN or an
+infinity, as a diverged run leaves, is refused too, naming the entry: resume, the tools that play it
+and the statistics of its values would otherwise fail far from the cause or go on with nonsense.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -186,4 +190,46 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None, game: str 
         raise CheckpointError(f"{path}: a {payload['kind']!r} checkpoint, expected {kind!r}")
     if game is not None and payload.get("game") != game:
         raise CheckpointError(f"{path}: trained on board {payload.get('game')!r}, not {game!r}")
+    _check_finite(path, payload)
     return payload
+
+
+# the entries that hold what a learner learned (networks' weights, tables' values), wherever they sit in the
+# payload, except under the entries of the state around them (optimiser state, games in flight with their
+# -inf masks, replay buffers), which may hold infinities by design
+LEARNED = re.compile(r"weights|target|pool|model|q|values(_\d+)?")
+NOT_LEARNED = {"optimizer", "envs", "label_games", "buffer", "rng", "torch_rng"}
+
+
+def _check_finite(path: Path, payload: dict) -> None:
+    """Refuse (CheckpointError) a checkpoint whose learned values hold a NaN or an infinity: a run that
+    diverged, whose network would play the first legal move, hint ``+nan`` and fail in the statistics."""
+    import numpy as np
+
+    def bad(value: Any, where: str, learned: bool) -> tuple[str, int] | None:
+        if isinstance(value, dict):
+            items = value.items()
+        elif isinstance(value, (list, tuple)):
+            items = enumerate(value)
+        else:
+            count = 0
+            if learned and hasattr(value, "dtype") and getattr(value.dtype, "is_floating_point", False):
+                count = int((~value.isfinite()).sum())  # a torch tensor
+            elif learned and isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                count = int((~np.isfinite(value)).sum())
+            return (where, count) if count else None
+        for key, item in items:
+            if key in NOT_LEARNED:
+                continue
+            inner = f"{where}[{key!r}]" if where else str(key)
+            found = bad(item, inner, learned or (isinstance(key, str) and LEARNED.fullmatch(key) is not None))
+            if found:
+                return found
+        return None
+
+    found = bad(payload, "", False)
+    if found:
+        where, count = found
+        what = "1 value that is" if count == 1 else f"{count} values that are"
+        raise CheckpointError(f"{path}: {where} holds {what} NaN or infinite (the training diverged); it cannot be "
+                              f"played or resumed: use an earlier checkpoint, or train again (a smaller agent.lr)")
