@@ -144,6 +144,32 @@ def test_learn_saves_the_learned_agent(table_checkpoint, tmp_path):  # noqa: F81
     assert tally["saved"] == str(tmp_path / "mine.npz")
 
 
+def test_a_move_of_5000_digits_is_a_bad_move_and_the_learned_games_are_saved(table_checkpoint,  # noqa: F811
+                                                                              tmp_path):
+    huge = "7" * 5000
+    state = make_game("3x3").initial_state()
+    with pytest.raises(MoveError, match=r"^'7777777777\.\.\.' \(5000 digits\) is out of range: the cells are "
+                                        r"0\.\.8$"):
+        parse_move(state, huge)
+    with pytest.raises(MoveError, match=r"^coordinate 7777777777\.\.\. \(5000 digits\) is out of range 0\.\.2$"):
+        parse_move(state, f"1,{huge}")
+    # a game learned, then a huge move and the end of the input: the game is in the saved agent
+    tally, text = run(f"0\n1\ny\n{huge}\n", f"checkpoint={table_checkpoint}", "seat=second", "learn=true",
+                      f"save={tmp_path / 'mine.npz'}")
+    assert "is out of range" in text and tally["saved"] == str(tmp_path / "mine.npz")
+    # whatever else stops the games (here a terminal that breaks in the second game), what was learned is saved
+    class BreaksInSecondGame(io.StringIO):
+        def readline(self, *args):
+            return super().readline(*args) or exec("raise OSError(5, 'Input/output error')")
+
+    (tmp_path / "mine.npz").unlink()
+    out = io.StringIO()
+    with pytest.raises(OSError, match="Input/output error"):
+        tp.play(compose_play(f"checkpoint={table_checkpoint}", "seat=second", "learn=true",
+                             f"save={tmp_path / 'mine.npz'}"), BreaksInSecondGame("0\n1\ny\n"), out)
+    assert "saved the agent (1 games learned)" in out.getvalue() and (tmp_path / "mine.npz").is_file()
+
+
 def test_learn_needs_a_learner(capsys):
     with pytest.raises(SystemExit) as exit_info:
         tp.run_cli(tp.play, compose_play("player=random", "game=3x3", "learn=true"))

@@ -45,6 +45,11 @@ def parse_move(state: State, text: str, commands: str = "") -> int:
     if not parts or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
         also = f", or {commands}" if commands else ""
         raise MoveError(f"{text.strip()!r} is not a move: type {move_syntax(game)}{also}")
+    for p in parts:  # no cell has a number this long (and int() refuses 4,300 digits and more)
+        if len(p.lstrip("+-")) > 9:
+            shown, digits = p[:10] + "...", f"({len(p.lstrip('+-'))} digits)"
+            raise MoveError(f"{shown!r} {digits} is out of range: the cells are 0..{game.num_cells - 1}"
+                            if len(parts) == 1 else f"coordinate {shown} {digits} is out of range 0..{game.n - 1}")
     nums = [int(p) for p in parts]
     if len(nums) == 1:
         cell = nums[0]

@@ -9,7 +9,7 @@ legal move for you), ``undo`` (take back your last move and the agent's reply), 
 
 ``learn=true`` lets a learning agent learn from every finished game (``Player.learn_from_game``)
 and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``):
-after ``quit``, the end of the input, or Ctrl-C (exit code 130), always atomically.
+after ``quit``, the end of the input, Ctrl-C (exit code 130) or any error, always atomically.
 
 When a game ends with a win, the winning line is named by its cells. ``svg=DIR`` also saves every
 position of every game as an SVG picture, ``DIR/game<G>_ply<NN>.svg`` (``ttt.games.render``: the
@@ -137,8 +137,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     learned = 0
     io.say(f"{game.name} against {label}. Empty cells show their numbers; the margins are coordinates.")
     io.say(f"Moves: {move_syntax(game)}. Commands: {COMMANDS}.")
-    stopped = False
-    try:  # Ctrl-C (or SIGTERM) between or during games: what was learned is saved all the same
+    stopped, error = False, None
+    try:  # Ctrl-C (or SIGTERM) between or during games, or any error: what was learned is saved all the same
         while True:
             human = _choose_seat(io, cfg.seat)
             if human is None:
@@ -163,6 +163,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
     except KeyboardInterrupt:
         stopped = True
         io.say("\ninterrupted")
+    except Exception as e:  # raised again once the learned games are saved
+        error = e
     failed = None
     if cfg.learn and learned:
         try:
@@ -173,6 +175,8 @@ def play(cfg: DictConfig, input_stream: TextIO | None = None, output_stream: Tex
             tally["saved"] = str(e.fallback)
         io.say(f"saved the agent ({learned} games learned) to {tally['saved']}")
     io.say(f"You: {tally['wins']} won, {tally['draws']} drawn, {tally['losses']} lost. Bye.")
+    if error is not None:
+        raise error
     if failed is not None:
         raise failed
     if stopped:
