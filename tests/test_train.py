@@ -107,6 +107,52 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "ttt.train", *args]
 
 
+BROKEN_YAML = "# @package _global_\nepisodes: [1, 2\nseed: 3\n"  # a flow sequence left open
+
+
+def _broken_experiment(tmp_path) -> Path:
+    (tmp_path / "configs" / "experiment").mkdir(parents=True)
+    (tmp_path / "configs" / "experiment" / "broken.yaml").write_text(BROKEN_YAML)
+    return tmp_path / "configs"
+
+
+def test_an_experiment_file_with_a_yaml_syntax_error_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    import hydra
+
+    from ttt.cli import guard_config_files
+    from ttt.learners import register_configs
+
+    guard_config_files()  # what `python -m ttt.<entry point>` installs first (ttt/__init__.py)
+    register_configs()
+
+    @hydra.main(version_base="1.3", config_path=str(ROOT / "configs"), config_name="train")
+    def main(cfg) -> None:  # ttt.train's main, with its configs found from here
+        raise AssertionError("composed a broken file")
+
+    configs = _broken_experiment(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["ttt.train", f"--config-dir={configs}", "+experiment=broken",
+                                      f"run_dir={tmp_path / 'run'}"])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1, err
+    assert err == (f"error: {configs / 'experiment' / 'broken.yaml'}, line 3, column 5: not valid YAML (while "
+                   f"parsing a flow sequence: expected ',' or ']', but got ':'); fix the file\n")
+    assert not (tmp_path / "run").exists()
+
+
+# one interpreter start that stops at composition: ~3 s on an idle 2-core machine
+@pytest.mark.cli
+def test_the_command_line_reports_a_yaml_syntax_error_in_one_line(tmp_path):
+    configs = _broken_experiment(tmp_path)
+    done = subprocess.run(_command(f"--config-dir={configs}", "+experiment=broken", f"run_dir={tmp_path / 'r'}"),
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert done.stderr.startswith(f"error: {configs / 'experiment' / 'broken.yaml'}, line 3, column 5: not valid")
+
+
 # two interpreter starts and a training run: ~8 s on an idle 2-core machine
 @pytest.mark.cli
 def test_sigkill_mid_training_then_resume_loses_only_the_episodes_since_the_checkpoint(compose_train, tmp_path):

@@ -8,9 +8,10 @@ import sys
 
 if sys.argv[:1] == ["-m"]:  # `python -m ttt.<entry point>`: this runs first (while runpy finds the module,
     # sys.argv[0] is "-m"); Ctrl-C or SIGTERM during the imports that follow exits with 130, no traceback
-    from ttt.cli import exit_on_signals
+    from ttt.cli import exit_on_signals, guard_config_files
 
     exit_on_signals()
+    guard_config_files()  # a config file that is not valid YAML: one line, not the parser's traceback
 
 from importlib.util import find_spec  # noqa: E402
 

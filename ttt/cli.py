@@ -132,6 +132,46 @@ def guard_hydra_record() -> None:
     hydra_utils._save_config = guarded
 
 
+def guard_config_files() -> None:
+    """A config file that is not valid YAML (an experiment with a bracket left open) would end in
+    Hydra's traceback of the YAML parser: make it one line naming the file, line and column, and exit
+    code 2. Installed first thing by ``python -m ttt.<entry point>`` (``ttt/__init__.py``), for every
+    entry point (they all compose through Hydra)."""
+    import hydra._internal.utils as hydra_internal
+
+    report = hydra_internal.run_and_report
+    if getattr(report, "ttt_guarded", False):
+        return
+
+    def guarded(func: Callable[[], Any]) -> Any:
+        try:
+            return report(lambda: _raise_yaml(func))
+        except _YAMLFileError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+
+    def _raise_yaml(func: Callable[[], Any]) -> Any:
+        import yaml
+
+        try:
+            return func()
+        except yaml.YAMLError as e:
+            if full_errors():
+                raise
+            mark = getattr(e, "problem_mark", None)
+            where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else "a config file"
+            what = ": ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x)
+            raise _YAMLFileError(f"{where}: not valid YAML ({what or one_line(e)}); fix the file") from None
+
+    guarded.ttt_guarded = True  # type: ignore[attr-defined]
+    hydra_internal.run_and_report = guarded
+
+
+class _YAMLFileError(BaseException):
+    """A config file that is not valid YAML, on its way past Hydra's report (a BaseException: Hydra
+    prints a traceback for every Exception)."""
+
+
 def one_line(error: BaseException) -> str:
     """The message of ``error`` on one line (its first line; the type name when it has none)."""
     text = str(error).strip()
