@@ -17,6 +17,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -184,6 +185,48 @@ def test_cases_3_7_12_a_full_disk_while_training_is_one_line_naming_the_file_wha
     assert out["episodes"] == 40 and json.loads((run / "final_eval.json").read_text())["episodes"] == 40
 
 
+def test_a_full_disk_while_writing_tensorboard_events_is_one_line_naming_the_file_and_how_to_resume(
+        compose_train, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    real_open = open
+
+    class FullOnceCheckpointed:  # the disk fills up once the first checkpoint is on it
+        def __init__(self, f) -> None:
+            self.f = f
+
+        def write(self, data):
+            if (run / "checkpoint.pt").exists():
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def events_open(file, mode="r", *args, **kwargs):
+        f = real_open(file, mode, *args, **kwargs)
+        return FullOnceCheckpointed(f) if "tfevents" in os.path.basename(str(file)) and "w" in mode else f
+
+    monkeypatch.setattr("builtins.open", events_open)
+    monkeypatch.setattr(io, "open", events_open)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train(TINY))
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err, err
+    [events] = (run / "tb").glob("events.out.tfevents.*")
+    assert err.strip().splitlines()[-1] == (
+        f"error: could not write {events} (No space left on device); the checkpoint of episode 20 is safe in "
+        f"{run / 'checkpoint.pt'}; free space, then resume with: train(cfg) with the same config and resume=true "
+        f"run_dir={run}")
+    assert threading.active_count() == 1  # no writer thread left behind
+
+
 def test_case_8_no_room_for_hydras_record(tmp_path, monkeypatch, capsys):
     import hydra.core.utils as hydra_utils
 
@@ -213,12 +256,10 @@ def test_case_1_overwrite_with_a_bad_seed_deletes_nothing_and_a_failed_start_put
     assert "seed=4294967296: must be in [0, 4294967295]" in one_line(capsys, 2, exit_info)
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
     # a start that fails after the old files were set aside puts them back
-    import torch.utils.tensorboard
-
     def broken(*args, **kwargs):
         raise OSError(errno.EIO, "Input/output error", str(run / "tb"))
 
-    monkeypatch.setattr(torch.utils.tensorboard, "SummaryWriter", broken)
+    monkeypatch.setattr("ttt.training.EventFile", broken)
     with pytest.raises(OSError):
         train(compose_train([*TINY, "overwrite=true"]))
     monkeypatch.undo()

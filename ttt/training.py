@@ -75,6 +75,7 @@ from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.curves import eval_tag
 from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
+from ttt.event_file import EventFile
 from ttt.games import Game, make_game
 from ttt.learners import check_learner, learner_device
 from ttt.players import Player
@@ -170,10 +171,8 @@ class Run:
             return
         if self.resumed is not None:
             self._saved = (self.folder.resume_path, played_episodes(self.resumed))
-        from torch.utils.tensorboard import SummaryWriter
-
         self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=self.folder.purge_step)
+        self.writer = EventFile(self.dir / "tb", purge_step=self.folder.purge_step)  # no thread: see ttt.event_file
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
         self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}; outputs in {self.dir}/ "
                  f"(checkpoint, final_eval.json, tb/, train.log)")
