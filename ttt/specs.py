@@ -17,6 +17,7 @@ or CheckpointError.
 from __future__ import annotations
 
 import inspect
+import math
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,9 @@ def _option_names(name: str) -> list[str]:
 
 def check_options(name: str, options: dict, spec: Any) -> None:
     """Refuse (one-line ValueError) an option whose value is not of the type of the player's default:
-    ``alphabeta:x`` or ``mcts:1.5`` (an int option takes an int; a float option an int or a float; a
-    bool option true or false; None only where the option may be None)."""
+    ``alphabeta:x`` or ``mcts:1.5`` (an int option takes an int; a float option a finite int or float,
+    so ``mcts:c=nan`` and ``c=inf`` are refused; a bool option true or false; None only where the
+    option may be None). Ranges (``simulations >= 1``, ``c >= 0``) are the player's own checks."""
     params = inspect.signature(player_factory(name)).parameters
     for key, value in options.items():
         param = params.get(key)
@@ -113,7 +115,8 @@ def check_options(name: str, options: dict, spec: Any) -> None:
         elif isinstance(default, int):
             ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
         elif isinstance(default, float):
-            ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            want = "a finite number"
         elif isinstance(default, str):
             ok, want = isinstance(value, str), "a name"
         else:

@@ -26,6 +26,8 @@ cells, ``o`` pieces, ``x`` pieces.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import mcts
@@ -34,6 +36,7 @@ from open_spiel.python.observation import IIGObserverForPublicInfoGame
 from ttt.games import BOARDS, FIRST, Game, State, make_game
 from ttt.games.boards import DEFAULT_BOARDS, native_games
 from ttt.players.base import Player
+from ttt.players.stop import check_stop
 
 NATIVE_GAMES = native_games()  # board -> OpenSpiel's game (the table: ttt.games.boards)
 GAME_NAME = "ttt"  # the game with a parameter: ttt(board=4x4x4)
@@ -67,6 +70,14 @@ def native_state(native: pyspiel.Game, state: State) -> pyspiel.State:
     return out
 
 
+class _StoppableRollouts(mcts.RandomRolloutEvaluator):
+    """OpenSpiel's random rollouts, checking ``ttt.players.stop`` before each leaf (a server's deadline)."""
+
+    def evaluate(self, state):
+        check_stop()
+        return super().evaluate(state)
+
+
 class OpenSpielMCTSPlayer(Player):
     """OpenSpiel's ``MCTSBot`` with random rollouts, searching OpenSpiel's own implementation of the
     board (see ``ttt.interop.openspiel_mcts`` for the options). Its randomness comes from the
@@ -79,13 +90,15 @@ class OpenSpielMCTSPlayer(Player):
         super().__init__(game)
         if int(simulations) < 1 or int(rollouts) < 1:
             raise ValueError(f"openspiel_mcts: simulations and rollouts must be >= 1, got {simulations}, {rollouts}")
+        if not 0 <= uct_c < math.inf:  # NaN fails too
+            raise ValueError(f"openspiel_mcts: uct_c must be a finite number >= 0, got {uct_c}")
         self.native = native_game(game)
         self.simulations, self.uct_c = int(simulations), float(uct_c)
         self.rollouts, self.solve = int(rollouts), bool(solve)
 
     def act(self, state: State, rng: np.random.Generator) -> int:
         seeds = rng.integers(2**32, size=2)
-        evaluator = mcts.RandomRolloutEvaluator(self.rollouts, np.random.RandomState(seeds[0]))
+        evaluator = _StoppableRollouts(self.rollouts, np.random.RandomState(seeds[0]))
         bot = mcts.MCTSBot(self.native, self.uct_c, self.simulations, evaluator, solve=self.solve,
                            random_state=np.random.RandomState(seeds[1]))
         return int(bot.step(native_state(self.native, state)))

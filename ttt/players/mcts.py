@@ -110,6 +110,8 @@ class MCTSPlayer(Player):
         super().__init__(game)
         if simulations < 1:
             raise ValueError(f"mcts: simulations must be >= 1, got {simulations}")
+        if not 0 <= c < math.inf:  # NaN fails too
+            raise ValueError(f"mcts: c must be a finite number >= 0, got {c}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"mcts: rollout must be 'random' or 'benchmark', got {rollout!r}")
         self.simulations = int(simulations)

@@ -17,6 +17,7 @@ from ttt.games import Game, State
 from ttt.games.boards import boards_with
 from ttt.games.solved import SOLVABLE_CELLS, decode, solved_table
 from ttt.players.base import Player
+from ttt.players.stop import check_stop
 
 WIN = 1_000_000
 INF = 10 * WIN
@@ -125,6 +126,8 @@ class _Searcher:
     def negamax(self, depth: int, alpha: int, beta: int, ply: int, p: int) -> int:
         """Value for ``p`` (to move) searching ``depth`` more plies; ``ply`` plies below the root."""
         self.nodes += 1
+        if not self.nodes & 255:
+            check_stop()  # a server's deadline or cancel (ttt.players.stop)
         pos = self.pos
         if pos.winning_cells(p):
             return WIN - (ply + 1)

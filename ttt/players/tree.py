@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ttt.games import State
+from ttt.players.stop import check_stop
 
 Evaluator = Callable[[list["Node"], "np.random.Generator | None"], Sequence[float]]
 
@@ -155,9 +156,11 @@ def simulate(roots: list[Node], simulations: int, select: Callable[[Node, np.ran
     walks down every tree by ``select`` and scores all their leaves with one call of ``evaluate``.
 
     The roots must be expanded (``expand``, or marked so when the evaluator has nothing to give them).
+    Each simulation first calls ``check_stop`` (``ttt.players.stop``: a server's deadline or cancel).
     """
     live = [r for r in roots if r.value is None]
     for _ in range(simulations if live else 0):
+        check_stop()
         paths, leaves = [], []
         for root in live:
             node, path = root, []
