@@ -229,7 +229,8 @@ def test_rules_replace_the_values_of_losing_afterstates():
     threatened = (sums == 2).any(1)
     assert threatened.sum() > 100
     assert (r[threatened] == -1).all()
-    np.testing.assert_allclose(a[~threatened], r[~threatened])
+    # the network alone: one forward pass of the afterstates; with rules, a pass over every move (float32 rounding)
+    np.testing.assert_allclose(a[~threatened], r[~threatened], atol=1e-6)
     assert (a[threatened] != -1).all()
 
 

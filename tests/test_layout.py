@@ -19,7 +19,7 @@ LAYERS = (
     ("config", ("ttt.config",)),
     ("nets", ("ttt.nets",)),
     ("players", ("ttt.players", "ttt.interop")),
-    ("evaluation", ("ttt.evaluate", "ttt.exploitability", "ttt.suites", "ttt.value_quality")),
+    ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality")),
     ("agents", ("ttt.agents",)),
     ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.training", "ttt.envs", "ttt.human", "ttt.web")),
     ("entry points", ENTRY_POINTS),

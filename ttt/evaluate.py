@@ -1,7 +1,8 @@
 """Match play: N games between two players, half with each seat, with honest statistics.
 
 This is the one place games between players are played; training evaluation, ``ttt.benchmark``
-and the tests all come through ``play_match``.
+and the tests all come through ``play_match``. ``Recorded`` keeps a player's moves in the games it
+plays (``PlayedMoves``), for measures of its play beyond the results (``ttt.defence``, ``ttt.value_quality``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,75 @@ class MatchResult:
         lo, hi = b.win_rate_ci
         return (f"{self.agent} vs {self.opponent} on {self.board}: {b.wins}W {b.draws}D {b.losses}L "
                 f"of {b.games} (win rate {b.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {b.score:.3f})")
+
+
+@dataclass
+class PlayedMoves:
+    """One player's moves in the games it played, one entry per move (numpy arrays)."""
+
+    boards: np.ndarray  # (N, cells) int8: the position before the move (+1 first player, -1 second, 0 empty)
+    movers: np.ndarray  # (N,) int8: the player's side in that game (+1 first, -1 second)
+    moves: np.ndarray  # (N,) int64: the cell it played
+    outcomes: np.ndarray  # (N,) int8: the game's result for the player (+1 won, 0 drawn, -1 lost)
+    ended: np.ndarray  # (N,) bool: the move ended the game (its afterstate is terminal)
+    batches: np.ndarray  # (N,) int64: which batch of games (``play_games`` call) the move belongs to
+
+    def afterstates(self) -> np.ndarray:
+        """(N, cells) int8: the boards right after each move."""
+        after = self.boards.copy()
+        after[np.arange(len(after)), self.moves] = self.movers
+        return after
+
+
+class Recorded(Player):
+    """``player`` playing as itself, keeping each move it makes in batched games (``act_batch``), with
+    the games, so that once they are over ``moves()`` gives every move with its game's result. Any other
+    attribute is the player's own (``values``, ``without_rules``, ...). One ``play_games`` call is one
+    batch: ``play_match`` plays one per seat, so a batch is the games against one opponent from one seat."""
+
+    def __init__(self, player: Player) -> None:
+        super().__init__(player.game)
+        self.player = player
+        self.name, self.batched_on_device = player.name, player.batched_on_device
+        self._plies: list[tuple] = []  # (games, rows, boards, movers, moves) of each act_batch call
+
+    def __getattr__(self, name: str):  # only for what Recorded itself lacks
+        if name == "player":
+            raise AttributeError(name)
+        return getattr(self.player, name)
+
+    def act(self, state, rng) -> int:
+        return self.player.act(state, rng)
+
+    def action_values(self, state):
+        return self.player.action_values(state)
+
+    def act_batch(self, games: BatchedGames, rng) -> np.ndarray:
+        actions = self.player.act_batch(games, rng)
+        xp = games.xp
+        rows = xp.flatnonzero(~games.done)
+        self._plies.append((games, rows, games.board[rows], games.to_play[rows], xp.asarray(actions)[rows]))
+        return actions
+
+    def moves(self) -> PlayedMoves:
+        """Every move recorded so far, in the order played; ``outcomes`` and ``ended`` read the games
+        as they are now (over, after ``play_match``)."""
+        batch_of: dict[int, int] = {}
+        parts = []
+        for games, rows, boards, movers, moves in self._plies:
+            xp = games.xp
+            rows, boards = xp.numpy(rows), xp.numpy(boards).astype(np.int8)
+            movers = xp.numpy(movers).astype(np.int8)
+            pieces = (boards != 0).sum(1)
+            parts.append((boards, movers, xp.numpy(moves).astype(np.int64),
+                          (xp.numpy(games.winner)[rows] * movers).astype(np.int8),
+                          xp.numpy(games.num_moves)[rows] == pieces + 1,
+                          np.full(len(rows), batch_of.setdefault(id(games), len(batch_of)), dtype=np.int64)))
+        if not parts:
+            cells = self.game.num_cells
+            return PlayedMoves(np.zeros((0, cells), np.int8), np.zeros(0, np.int8), np.zeros(0, np.int64),
+                               np.zeros(0, np.int8), np.zeros(0, bool), np.zeros(0, np.int64))
+        return PlayedMoves(*(np.concatenate(x) for x in zip(*parts, strict=True)))
 
 
 def play_games(game: Game, first: Player, second: Player, num_games: int, rng,

@@ -52,7 +52,7 @@ import numpy as np
 from ttt.checkpoint import atomic_write
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.boards import boards_with
-from ttt.games.threats import completing_moves, forced_wins, move_tactics, playable
+from ttt.games.threats import completing_moves, forced_blocks, forced_wins, move_tactics, playable
 from ttt.players import Player, make_player
 
 SUITES = ("win", "block", "fork", "block_fork")
@@ -101,7 +101,7 @@ def _masks(board: np.ndarray, to_play: np.ndarray, game: Game) -> dict[str, np.n
     return {
         "legal": legal, "tactics": t,
         "win": mine,
-        "block": ~mine & (theirs == 1) & ((legal & ~t.loss).sum(1) == 1),
+        "block": forced_blocks(board, to_play, legal, game, t).any(1),
         "fork": quiet & t.fork.any(1),
         "block_fork": quiet & ~t.fork.any(1),  # the forced-win conditions are checked one by one
     }

@@ -23,6 +23,8 @@ that values a batch of moves at once (the dqn player; the network alone, without
                                          whose sign class is the exact outcome (3x3, 4x4 only)
 ``eval/values/mae``                      their mean absolute error against the exact outcome
 ``eval/values/agreement_<class>``        the sign agreement within an exact class (win, draw, loss)
+``eval/values/auc``                      ROC AUC of the values of the afterstates the player left in
+                                         the evaluation's games, won against lost (``games_scalars``)
 =======================================  =====================================================
 """
 
@@ -32,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ttt.defence import defence
+from ttt.evaluate import PlayedMoves, Recorded
 from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.games.threats import move_tactics
@@ -79,13 +83,19 @@ def values_of_afterstates(player: Player, game: Game, boards: np.ndarray) -> np.
     """(N,) ``player``'s values of the afterstates ``boards`` (N, cells; +1 first player, -1 second,
     none terminal, at least one piece), each from the view of the player who just moved.
 
-    Each is asked as a move: from the board without one of the mover's pieces (the highest cell with
-    nothing above it, so a legal move under gravity too), the move that puts it back."""
+    A player that values afterstates themselves (``value_of_afterstates(views)``, the dqn player's
+    network alone) is asked so, in one pass. Any other is asked for a move: from the board without one
+    of the mover's pieces (the highest cell with nothing above it, so a legal move under gravity too),
+    the move that puts it back."""
     boards = np.asarray(boards, dtype=np.int8)
     n = len(boards)
     if n == 0:
         return np.zeros(0)
     mover = movers(boards)
+    direct = getattr(player, "value_of_afterstates", None)
+    values = direct(boards * mover[:, None]) if callable(direct) else None
+    if values is not None:
+        return np.asarray(values, dtype=np.float64)
     above = game.above
     free_above = np.where(above >= 0, boards[:, np.maximum(above, 0)] == 0, True)
     removable = (boards == mover[:, None]) & free_above
@@ -145,6 +155,20 @@ def roc_auc(values: np.ndarray, won: np.ndarray) -> float | None:
         return None
     ranks = _ranks(values) + 1.0  # 1-based, ties their mean rank (Mann-Whitney U)
     return float((ranks[won].sum() - wins * (wins + 1) / 2) / (wins * losses))
+
+
+def grouped_auc(values: np.ndarray, won: np.ndarray, groups: np.ndarray) -> float | None:
+    """``roc_auc`` over the (won, lost) pairs taken within each group only (e.g. one opponent's games
+    from one seat): the groups' AUCs weighted by their pairs; None when no group has both kinds."""
+    values, won, groups = np.asarray(values, dtype=np.float64), np.asarray(won, dtype=bool), np.asarray(groups)
+    hits = pairs = 0.0
+    for g in np.unique(groups):
+        mask = groups == g
+        auc = roc_auc(values[mask], won[mask])
+        if auc is not None:
+            n = float(won[mask].sum()) * float((~won[mask]).sum())
+            hits, pairs = hits + auc * n, pairs + n
+    return hits / pairs if pairs else None
 
 
 def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) -> dict[str, Any]:
@@ -366,13 +390,45 @@ class ValueTags:
 _TAGS: dict[str, ValueTags] = {}  # one fixed sample per board and process: every run and seed alike
 
 
+def played_values(player: Player, game: Game, played: PlayedMoves) -> np.ndarray:
+    """(N,) ``player``'s value of the afterstate of each move ``played`` (``values_of_afterstates``), NaN
+    where the move ended its game."""
+    values = np.full(len(played.moves), np.nan)
+    live = ~played.ended
+    if live.any():
+        values[live] = values_of_afterstates(player, game, played.afterstates()[live])
+    return values
+
+
+def games_scalars(game: Game, played: PlayedMoves, valuer: Player | None) -> dict[str, float]:
+    """``{tag below the group: value}`` of the moves ``played`` in an evaluation's games (``Recorded``):
+    ``defence/{block_rate,miss_value,forced}`` (``ttt.defence``) and, with a ``valuer`` (the network
+    alone), ``values/auc``: ``grouped_auc`` of its values of the non-terminal afterstates of the moves
+    against their games' results, won against lost (draws left out), pairs within each batch of games
+    (one opponent, one seat). A measure the games leave undefined is left out."""
+    values = played_values(valuer, game, played) if valuer is not None else None
+    d = defence(game, played, values)
+    out = {"defence/forced": float(d["forced"])}
+    out.update({f"defence/{k}": d[k] for k in ("block_rate", "miss_value") if d[k] is not None})
+    if values is not None:
+        decided = ~played.ended & (played.outcomes != 0)
+        auc = grouped_auc(values[decided], played.outcomes[decided] > 0, played.batches[decided])
+        if auc is not None:
+            out["values/auc"] = auc
+    return out
+
+
 def evaluation_scalars(player: Player, game: Game, tactics: bool) -> dict[str, float]:
-    """What an evaluation logs besides its games (``ttt.training.Run.evaluate``), ``{tag below the
-    group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.suites.tactics_rates``) and, for a player
-    with batched values, ``values/<key>`` (``ValueTags.measures`` of its network alone)."""
+    """What an evaluation logs besides its results (``ttt.training.Run.evaluate``), ``{tag below the
+    group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.suites.tactics_rates``); for a player with
+    batched values, ``values/<key>`` (``ValueTags.measures`` of its network alone); and for a player that
+    kept its moves in the evaluation's games (``ttt.evaluate.Recorded``), ``games_scalars`` of them."""
     out = {f"tactics/{suite}": rate for suite, rate in tactics_rates(player, game).items()} if tactics else {}
+    alone = None
     if ValueTags.applies(player):
         tags = _TAGS.get(game.name) or _TAGS.setdefault(game.name, ValueTags(game))
         alone = player.without_rules() if callable(getattr(player, "without_rules", None)) else player
         out.update({f"values/{key}": value for key, value in tags.measures(alone).items()})
+    if isinstance(player, Recorded):
+        out.update(games_scalars(game, player.moves(), alone))
     return out

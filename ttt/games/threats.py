@@ -9,6 +9,8 @@ These answer exact one- and two-move questions from the rules alone, for many bo
   leaves the opponent an immediate win (a *forced loss* in one ply, unless it wins itself), and whether
   it is a *fork*: afterwards the mover has two or more distinct playable winning cells while the
   opponent has none, so the opponent can block only one of them (a win in the mover's next move);
+* ``forced_blocks``: where the opponent has exactly one playable winning cell, the mover none, and
+  taking that cell leaves the opponent no immediate win: that cell, the one move that does not lose;
 * ``forced_wins``: the moves that win by force at the mover's next move, whatever the reply (every
   fork, and with gravity also e.g. a threat whose only block makes a second winning cell playable).
 
@@ -155,6 +157,28 @@ def move_tactics(board, player, legal, game: Game) -> MoveTactics:
         count[:, lower] += xp.astype(lifted, "int64")
     fork = legal & ~win & ~loss & (count >= 2)
     return MoveTactics(win=win, loss=loss, fork=fork)
+
+
+def forced_blocks(board, player, legal, game: Game, tactics: MoveTactics | None = None):
+    """(B, cells) bool: the *forced block* of each position, all False where it has none.
+
+    A position has one when ``player`` (to move) cannot complete a line, the opponent has exactly one
+    playable winning cell w (``completing_moves``; several lines through w count once, and a winning
+    cell the rules do not let anyone play yet, under gravity one above an empty cell, is no threat
+    now), and blocking is *safe*: after ``player`` takes w, the opponent cannot complete a line at once
+    (``move_tactics``' loss mask is False at w; with gravity a block can lift the opponent's winning
+    cell above w into reach). Then w is the only move that does not lose at once, and every other move
+    leaves w open: an afterstate lost in one ply. ``tactics``: ``move_tactics`` of these rows, when
+    already computed. numpy arrays or tensors on one device, alike.
+    """
+    xp = arrays_of(board)
+    theirs = completing_moves(board, -player, legal, game)
+    out = xp.zeros(tuple(legal.shape), "bool")
+    rows = xp.flatnonzero(theirs.sum(1) == 1)  # only these can have one: the tactics of these alone
+    if len(rows):
+        t = move_tactics(board[rows], player[rows], legal[rows], game) if tactics is None else tactics.take(rows)
+        out[rows] = theirs[rows] & ~t.loss & ~t.win.any(1)[:, None]
+    return out
 
 
 _MATRICES: dict[str, dict[str, np.ndarray]] = {}

@@ -32,6 +32,7 @@ from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.cli import Interrupted
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
+from ttt.evaluate import Recorded
 from ttt.games.arrays import arrays_for
 
 
@@ -96,8 +97,9 @@ def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) ->
     total = int(cfg.episodes)
     results: dict[int, dict] = {}
 
-    def player(r: int, final: bool = False) -> DQNPlayer:
-        return DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules)
+    def player(r: int, final: bool = False) -> Recorded:
+        # its moves are kept: the evaluation measures defence and values in its games (eval/defence/, eval/values/auc)
+        return Recorded(DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules))
 
     def save(r: int, run) -> None:
         net = trainer.nets[r]

@@ -47,6 +47,17 @@ class DQNPlayer(BatchPlayer):
         rank head, whose order the player moves by (``act_batch``)."""
         return selection_values(self.net, games, rows, self.rules)
 
+    @torch.inference_mode()
+    def value_of_afterstates(self, views: np.ndarray) -> np.ndarray | None:
+        """(N,) the values of non-terminal afterstates ``views`` (N, cells), each seen from the player who
+        just moved (its pieces +1): one forward pass of the value head, no position before them needed.
+        None when rules other than exact wins apply (they value moves, from the position before them:
+        ``values``); exact wins value only completed lines, which are terminal."""
+        if self.rules.needs_tactics():
+            return None
+        x = torch.as_tensor(np.asarray(views), dtype=torch.float32, device=module_device(self.net))
+        return self.net(x).double().cpu().numpy()
+
     def act_batch(self, games: BatchedGames, rng=None):
         """Greedy moves of numpy games, or of games on a device (wherever the network is): the argmax of
         the values, or with a rank head of its order where the rules are silent (``move_scores``)."""
