@@ -294,7 +294,9 @@ def compose_serve(*overrides: str):
 
 @pytest.mark.parametrize("override, text", [("port=70000", "port must be in 0..65535"),
                                             ("checkpoints=/no/such/folder", "checkpoints=/no/such/folder: no such"),
-                                            ("max_games=0", "max_games and threads must be at least 1")])
+                                            ("max_games=0", "max_games and threads must be at least 1"),
+                                            ("max_seconds=0", "max_seconds must be a number above 0, got 0"),
+                                            ("max_searches=1000", "max_searches must be at most 256")])
 def test_bad_settings_are_refused_before_serving(override, text):
     with pytest.raises(ValueError, match=re.escape(text)):
         serve(compose_serve(override))
@@ -304,6 +306,7 @@ def test_bad_settings_are_refused_before_serving(override, text):
 def test_the_command_answers_help_and_refuses_a_bad_port_in_one_line():
     p = run_serve("--help")
     assert p.returncode == 0 and "host=127.0.0.1" in p.stdout and "checkpoints=DIR" in p.stdout
+    assert all(f"{key}=" in p.stdout for key in ("max_simulations", "max_depth", "max_seconds", "max_searches"))
     p = run_serve("port=70000")
     assert p.returncode == 2 and p.stderr == "error: port must be in 0..65535, got 70000\n", p.stderr
 

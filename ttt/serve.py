@@ -7,6 +7,12 @@ checkpoints offered. ``checkpoints=DIR`` is the folder whose checkpoints the pag
 (default: the shipped ``checkpoints/``). Every request is logged with its time in milliseconds.
 Needs the ``web`` extra (Starlette, uvicorn).
 
+One client's work is bounded (``ttt.web.limits``): ``max_simulations`` per move (``mcts``,
+``openspiel_mcts``) and ``max_depth`` (``alphabeta``) refuse a seat over them with a 400 naming the cap;
+``max_seconds`` stops an agent's move or hint that runs longer (a 400 naming the cap); ``max_searches``
+agents' moves and hints run at once (one more: a 503); a search whose client went away is stopped.
+Ctrl-C or SIGTERM stops every search at once and ends the server within seconds, under load too.
+
 ``serve(cfg)`` is the plain function; ``listen(host, port)`` binds the socket it serves on.
 """
 
@@ -26,6 +32,10 @@ from omegaconf import DictConfig
 from ttt.cli import run_cli
 from ttt.config import check_seed_and_threads
 from ttt.specs import SHIPPED_CHECKPOINT
+from ttt.web.limits import Limits
+
+DEFAULT_LIMITS = Limits()
+SHUTDOWN_SECONDS = 2  # for the answers of the stopped searches to go out, after Ctrl-C or SIGTERM
 
 
 @dataclass
@@ -39,6 +49,10 @@ class ServeConfig:
     max_idle_minutes: float = 60  # a game unused this long is dropped
     seed: int = 0  # the agents' random choices
     threads: int = 1  # torch intra-op threads
+    max_simulations: int = DEFAULT_LIMITS.max_simulations  # per move of mcts / openspiel_mcts (x rollouts)
+    max_depth: int = DEFAULT_LIMITS.max_depth  # plies of alphabeta (depth=None counts the board's cells)
+    max_seconds: float = DEFAULT_LIMITS.max_seconds  # one agent's move or hint
+    max_searches: int = DEFAULT_LIMITS.max_searches  # agents' moves and hints running at once
 
 
 ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
@@ -87,6 +101,8 @@ def serve(cfg: DictConfig) -> None:
     if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
         raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
     check_seed_and_threads(cfg)
+    limits = Limits(max_simulations=cfg.max_simulations, max_depth=cfg.max_depth, max_seconds=cfg.max_seconds,
+                    max_searches=cfg.max_searches)
     folder = Path(cfg.checkpoints) if cfg.checkpoints is not None else SHIPPED_FOLDER
     if cfg.checkpoints is not None and not folder.is_dir():
         raise ValueError(f"checkpoints={folder}: no such folder")
@@ -107,11 +123,18 @@ def serve(cfg: DictConfig) -> None:
         print(f"warning: host={host} is not a loopback address: anyone who can reach this machine can use the "
               "server and the agents it offers", file=sys.stderr)
     app = create_app(folder, max_games=int(cfg.max_games), max_idle_minutes=float(cfg.max_idle_minutes),
-                     seed=int(cfg.seed))
+                     seed=int(cfg.seed), limits=limits)
     sock = listen(host, int(cfg.port))
     print(f"serving {url_of(sock)} (checkpoints from {folder}; Ctrl-C stops)", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
-    server.run(sockets=[sock])
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # Ctrl-C, SIGTERM: the searches stop first, at once
+            app.state.searches.stop_all()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+    Server(config).run(sockets=[sock])
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="serve")

@@ -16,13 +16,18 @@ Routes (JSON in and out; an error is ``{"error": "one line"}`` with a 4xx, or a 
 ``GET /api/games/{id}/record``        the game as a JSON file to download
 ====================================  ===============================================================
 
-Every request body is checked: at most ``MAX_BODY`` bytes, a JSON object with exactly the expected
-keys. Agents run in worker threads, one request at a time per game; anything an agent raises becomes a
-500 with one line and the server goes on. ``TimingLog`` writes one line per request with its time.
+Every request body is checked: at most ``MAX_BODY`` bytes arriving within ``BODY_SECONDS`` (else 413 or
+408), a JSON object nested at most ``MAX_JSON_DEPTH`` deep with exactly the expected keys. A client that
+leaves mid-request is logged as 499, never as a failure. Agents run in worker threads of their own, one
+request at a time per game, within the caps of ``ttt.web.limits`` (simulations, depth, seconds per
+request, searches at once; a search whose client went away is stopped); anything an agent raises
+becomes a 500 with one line and the server goes on. ``TimingLog`` writes one line per request with its
+time, the path's control characters escaped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -31,10 +36,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -43,6 +49,7 @@ from ttt.cli import one_line
 from ttt.games import BOARDS, FIRST, SECOND
 from ttt.games.boards import DEFAULT_BOARDS
 from ttt.players import PLAYERS, player_factory
+from ttt.players.stop import SearchStopped, stopping
 from ttt.web.games import (
     CHECKPOINT_PREFIX,
     HUMAN,
@@ -53,10 +60,22 @@ from ttt.web.games import (
     check_board,
     seat_player,
 )
+from ttt.web.limits import (
+    CLIENT_GONE,
+    Limits,
+    Searches,
+    check_seat,
+    for_log,
+    nesting_depth,
+    stopped_error,
+    watch_client,
+)
 
 log = logging.getLogger("ttt.serve")
 
 MAX_BODY = 4096  # bytes of a request body
+BODY_SECONDS = 10.0  # for the whole body to arrive
+MAX_JSON_DEPTH = 8  # arrays and objects inside each other (the API's bodies are flat objects)
 STATIC = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
 DEFAULT_BOARD = DEFAULT_BOARDS["web"]  # ttt.games.boards
 DEFAULT_CHECKPOINT = "dqn_444"
@@ -67,8 +86,9 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 
 
 def error(message: str, status: int) -> JSONResponse:
-    """The JSON answer of a failed request: ``{"error": message}`` with ``status``."""
-    return JSONResponse({"error": message}, status_code=status)
+    """The JSON answer of a failed request: ``{"error": message}`` with ``status`` (a 503 asks to retry)."""
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 def available_specs() -> list[str]:
@@ -96,16 +116,26 @@ async def read_json(request: Request, keys: set[str], required: set[str] | None 
     if not declared.isdigit() or int(declared) > MAX_BODY:
         raise too_big
     body = b""
-    async for chunk in request.stream():  # read no more than the cap, whatever the header said
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise too_big
-    if not body.strip():
+    try:
+        with anyio.fail_after(BODY_SECONDS):  # a body sent slowly holds a connection no longer than this
+            async for chunk in request.stream():  # read no more than the cap, whatever the header said
+                body += chunk
+                if len(body) > MAX_BODY:
+                    raise too_big
+    except TimeoutError:
+        raise RequestError(f"the request body took over {BODY_SECONDS:g} s to arrive", 408) from None
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        raise RequestError("the request body is not JSON") from None
+    if nesting_depth(text) > MAX_JSON_DEPTH:  # before json.loads, which recurses as deep as the body
+        raise RequestError(f"the request body nests arrays or objects over {MAX_JSON_DEPTH} deep")
+    if not text.strip():
         data: Any = {}
     else:
         try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            data = json.loads(text)
+        except ValueError:
             raise RequestError("the request body is not JSON") from None
     if not isinstance(data, dict):
         raise RequestError("the request body must be a JSON object")
@@ -118,8 +148,9 @@ async def read_json(request: Request, keys: set[str], required: set[str] | None 
     return data
 
 
-async def in_worker(request: Request, work):
-    """``work()`` in a worker thread (agents may take a while); its CPU time goes into the request's log line."""
+async def in_worker(request: Request, work, threads: anyio.CapacityLimiter | None = None):
+    """``work()`` in a worker thread (agents may take a while; ``threads``: the limiter of the threads it
+    may use, None Starlette's); its CPU time goes into the request's log line."""
 
     def run():
         start = time.thread_time()
@@ -128,7 +159,9 @@ async def in_worker(request: Request, work):
         finally:
             request.scope.setdefault("state", {})["worker_cpu_ms"] = 1000 * (time.thread_time() - start)
 
-    return await run_in_threadpool(run)
+    if threads is None:
+        return await run_in_threadpool(run)
+    return await anyio.to_thread.run_sync(run, limiter=threads)
 
 
 def api(handler):
@@ -138,6 +171,8 @@ def api(handler):
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request)
+        except ClientDisconnect:  # it left while sending its body: nobody to answer
+            return error(CLIENT_GONE, 499)
         except RequestError as e:
             return error(one_line(e), e.status)
         except (ValueError, CheckpointError) as e:
@@ -146,7 +181,7 @@ def api(handler):
             log.error("%s", e, exc_info=e.__cause__)
             return error(one_line(e), 500)
         except Exception as e:
-            log.exception("%s %s failed", request.method, request.url.path)
+            log.exception("%s %s failed", request.method, for_log(request.url.path))
             return error(f"server error: {one_line(e)}", 500)
 
     return endpoint
@@ -155,7 +190,9 @@ def api(handler):
 class TimingLog:
     """ASGI middleware: one log line per request, ``METHOD path status milliseconds``, with the CPU time
     of its worker thread where it had one (an agent's move or values: the rest of the wall time is
-    waiting for a core), and the security headers on every response."""
+    waiting for a core), and the security headers on every response. The path's control characters
+    are escaped (``%0a`` logs as ``\\n``), so no request can write a line of its own; 499: the client
+    went away before the answer."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -181,14 +218,17 @@ class TimingLog:
             ms = 1000 * (time.perf_counter() - start)
             cpu = scope.get("state", {}).get("worker_cpu_ms")
             worker = "" if cpu is None else f" ({cpu:.1f} ms CPU in its worker)"
-            log.info("%s %s %d %.1f ms%s", scope["method"], scope["path"], status[0], ms, worker)
+            log.info("%s %s %d %.1f ms%s", scope["method"], for_log(scope["path"]), status[0], ms, worker)
 
 
 def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_idle_minutes: float = 60,
-               seed: int = 0) -> Starlette:
+               seed: int = 0, limits: Limits | None = None) -> Starlette:
     """The server's app: checkpoints by name from the folder ``checkpoints`` (None: none), at most
     ``max_games`` games in memory, each dropped after ``max_idle_minutes`` unused; game i's agents draw
-    their random choices from ``numpy.random.default_rng([seed, i])``."""
+    their random choices from ``numpy.random.default_rng([seed, i])``; the agents' work within ``limits``
+    (None: the defaults of ``Limits``). ``app.state.searches.stop_all()`` stops every search (shutdown)."""
+    limits = Limits() if limits is None else limits
+    searches = Searches(limits)
     shelf = CheckpointShelf(checkpoints)
     table = GameTable(max_games, 60 * max_idle_minutes)
     files = static_files()
@@ -224,6 +264,8 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
 
         def build():
             seats = {FIRST: seat_player(data["x"], board, shelf), SECOND: seat_player(data["o"], board, shelf)}
+            for label, player in seats.values():
+                check_seat(label, player, limits)
             return table.new(board, seats, seed=[seed, next(counter)]).view()
 
         return JSONResponse(await in_worker(request, build), status_code=201)
@@ -231,16 +273,41 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
     def game_of(request: Request):
         return table.get(request.path_params["game_id"])
 
+    def and_view(work):
+        """``work(game)``, answering the game's view."""
+
+        def run(game):
+            work(game)
+            return game.view()
+
+        return run
+
     async def locked(request: Request, work) -> Response:
         """``work(game)`` in a worker thread with the game locked; answers the game's view."""
         game = game_of(request)
+        async with game.lock:
+            return JSONResponse(await in_worker(request, lambda: and_view(work)(game)))
 
-        def run():
-            with game.lock:
-                work(game)
-                return game.view()
+    async def search(request: Request, work) -> Any:
+        """``work(game)`` of an agent: the game locked (waiting in the event loop, not in a thread), within
+        ``limits`` (a slot of ``max_searches``, ``max_seconds``), stopped when the client goes away."""
+        game = game_of(request)
+        async with game.lock:
+            stop = searches.start()
+            watcher = asyncio.ensure_future(watch_client(request.receive, stop))
 
-        return JSONResponse(await in_worker(request, run))
+            def run():
+                with stopping(stop):
+                    stop.check()  # the client may have left while the game was busy
+                    return work(game)
+
+            try:
+                return await in_worker(request, run, searches.threads())
+            except SearchStopped as e:
+                raise stopped_error(e, limits) from None
+            finally:
+                watcher.cancel()
+                searches.end(stop)
 
     @api
     async def get_game(request: Request) -> Response:
@@ -259,7 +326,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
     @api
     async def step(request: Request) -> Response:
         await read_json(request, set())
-        return await locked(request, lambda g: g.step())
+        return JSONResponse(await search(request, and_view(lambda g: g.step())))
 
     @api
     async def undo(request: Request) -> Response:
@@ -268,13 +335,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
 
     @api
     async def hint(request: Request) -> Response:
-        game = game_of(request)
-
-        def run():
-            with game.lock:
-                return game.hint()
-
-        return JSONResponse(await in_worker(request, run))
+        return JSONResponse(await search(request, lambda g: g.hint()))
 
     @api
     async def record(request: Request) -> Response:
@@ -304,4 +365,5 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
     app.add_middleware(TimingLog)
     app.state.table = table
     app.state.shelf = shelf
+    app.state.searches = searches
     return app

@@ -12,6 +12,7 @@ answers an illegal move, is an ``AgentError`` (one line; the server goes on).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import secrets
@@ -29,6 +30,7 @@ from ttt.cli import one_line
 from ttt.games import BOARDS, FIRST, SECOND, Game, State, make_game
 from ttt.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
 from ttt.players import Player
+from ttt.players.stop import SearchStopped
 from ttt.specs import load_agents, parse_spec
 
 log = logging.getLogger("ttt.serve")
@@ -125,9 +127,9 @@ def check_board(board: Any) -> str:
 
 def seat_player(text: Any, board: str, shelf: CheckpointShelf) -> tuple[str, Player | None]:
     """(label, player) for a seat's text: ``human`` (player None), ``checkpoint:NAME`` or a spec."""
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_SEAT_TEXT:
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_SEAT_TEXT or not text.isprintable():
         raise RequestError(f"a seat is 'human', a player spec like 'alphabeta:2', or '{CHECKPOINT_PREFIX}NAME' "
-                           f"(at most {MAX_SEAT_TEXT} characters)")
+                           f"(at most {MAX_SEAT_TEXT} characters, no control characters)")
     text = text.strip()
     if text == HUMAN:
         return HUMAN, None
@@ -156,7 +158,7 @@ class WebGame:
         self.seats = seats
         self.states: list[State] = [game.initial_state()]
         self.rng = np.random.default_rng(seed)
-        self.lock = threading.Lock()  # one request at a time changes a game
+        self.lock = asyncio.Lock()  # one request at a time changes a game; the others wait in the event loop
         self.used = time.monotonic()
 
     @property
@@ -189,6 +191,8 @@ class WebGame:
             raise RequestError(f"it is {MARK[mark]}'s turn, a person's: play a move", 409)
         try:
             cell = self.state.check_action(player.act(self.state, self.rng))
+        except SearchStopped:  # a server's cap or cancel (ttt.players.stop): no failure of the agent
+            raise
         except Exception as e:  # any failure of the agent's code, or an illegal answer
             raise AgentError(f"{label} failed to move: {one_line(e)}") from e
         self.states.append(self.state.apply(cell))
@@ -221,6 +225,8 @@ class WebGame:
         out["source"] = label
         try:
             hint = move_hint(agent, state)
+        except SearchStopped:
+            raise
         except Exception as e:
             raise AgentError(f"{label} failed to value the moves: {one_line(e)}") from e
         if hint.values is None:
