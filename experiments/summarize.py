@@ -17,11 +17,14 @@ where=KEY:V|V,...  only the runs whose facts match (``ttt.curves.parse_where``):
               one of the values of every KEY; alternatives separated by ``;`` keep the runs that
               match one.
 
-format=md     one Markdown row per setting (the default)
-format=csv    the same as CSV
+format=md     one Markdown row per setting (the default); with a column of the block rate (the mean
+              of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.defence``) when
+              the runs log it
+format=csv    the same as CSV (``block_rate_mean``, ``block_rate_sd``: empty where not logged)
 format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean
-              and every test point (``ttt.curves.runs_csv``); the file to commit, which this script
-              and ``python -m ttt.plot`` read back as they read the folder
+              and every test point (``ttt.curves.runs_csv``), and one more row per defence tag the run
+              logs (``eval/defence/block_rate``, ``miss_value``; the ``tag`` column says which); the file
+              to commit, which this script and ``python -m ttt.plot`` read back as they read the folder
 format=paper  the paper's table on Score Four: its 10 rows (network x regime) with the paper's
               figures, this project's (rows grouped by network, regime, biases and protocol), and
               whether each lies inside the paper's mean +- 2 sd
@@ -44,6 +47,7 @@ from pathlib import Path
 from ttt.curves import RunLog, find_runs, group_runs, match_runs, parse_where, runs_csv, short_labels, t975
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
+BLOCK_TAG = "eval/defence/block_rate"  # the share of forced blocks taken (ttt.defence), beside the score
 FORMATS = ("md", "csv", "runs", "paper", "fidelity")
 DEFAULT_AT = "50000,100000,200000"
 
@@ -74,7 +78,9 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
               groups: dict[str, list[RunLog]] | None = None) -> list[dict]:
     """One row per group of runs that log ``tag``: group (label), trials (n), points (fewest points of
     a run), peak (mean, sd) in percent, end (mean, sd) in percent or None when a run has fewer than
-    ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown).
+    ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown),
+    block_rate (mean, sd) in percent of each run's mean ``BLOCK_TAG`` over its last ``last`` points, or
+    None unless every run of the group has that many.
     ``groups`` replaces the grouping by setting (``ttt.curves.group_runs`` of the runs under ``root``)."""
     if last < 1:
         raise ValueError(f"last={last}: the end is the mean of the last N >= 1 points")
@@ -94,8 +100,13 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
             end = (statistics.fmean(ends), _sd(ends))
         else:
             note = f"fewer than {last} points ({points})"
+        rates = [r.curves[BLOCK_TAG].values for r in runs if len(r.curves.get(BLOCK_TAG, ())) >= last]
+        block = None
+        if len(rates) == len(runs):
+            ends = [100 * statistics.fmean(c[-last:].tolist()) for c in rates]
+            block = (statistics.fmean(ends), _sd(ends))
         rows.append(dict(group=label, trials=len(runs), points=points, peak=(statistics.fmean(peaks), _sd(peaks)),
-                         end=end, note=note, seeds=[r.seed for r in runs]))
+                         end=end, note=note, seeds=[r.seed for r in runs], block_rate=block))
     return rows
 
 
@@ -119,10 +130,13 @@ def markdown_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT
     settings, what they all share is said once above the table and left out of the rows."""
     common, labels = short_labels([r["group"] for r in rows]) if len(rows) > 1 else ("", [r["group"] for r in rows])
     lines = [f"Every setting also has `{common}`.", ""] if common else []
-    lines += [f"| setting | n | points | peak {tag} % | mean of last {last} % |", "|---|---|---|---|---|"]
+    block = any(r.get("block_rate") for r in rows)  # a column only when runs log the defence tags
+    lines += [f"| setting | n | points | peak {tag} % | mean of last {last} % |"
+              + (f" block rate, last {last} % |" if block else ""), "|---|---|---|---|---|" + ("---|" if block else "")]
     for r, label in zip(rows, labels, strict=True):
         end = _pm(r["end"]) or f"n/a: {r['note']}"
-        lines.append(f"| `{label}` | {r['trials']} | {r['points']} | {_pm(r['peak'])} | {end} |")
+        lines.append(f"| `{label}` | {r['trials']} | {r['points']} | {_pm(r['peak'])} | {end} |"
+                     + (f" {_pm(r.get('block_rate')) or 'n/a'} |" if block else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -130,11 +144,13 @@ def csv_table(rows: list[dict], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST
     """The rows as CSV: one line per setting; end columns empty (and a note) when a run is too short."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["setting", "n", "points", "tag", "last", "peak_mean", "peak_sd", "end_mean", "end_sd", "note"])
+    w.writerow(["setting", "n", "points", "tag", "last", "peak_mean", "peak_sd", "end_mean", "end_sd", "note",
+                "block_rate_mean", "block_rate_sd"])
     for r in rows:
         end = [f"{r['end'][0]:.2f}", f"{r['end'][1]:.2f}"] if r["end"] else ["", ""]
+        block = [f"{x:.2f}" for x in r["block_rate"]] if r.get("block_rate") else ["", ""]
         w.writerow([r["group"], r["trials"], r["points"], tag, last, f"{r['peak'][0]:.2f}", f"{r['peak'][1]:.2f}",
-                    *end, r["note"]])
+                    *end, r["note"], *block])
     return out.getvalue()
 
 

@@ -87,6 +87,41 @@ def test_markdown_and_csv_tables(tmp_path, summarize):
     assert (line["peak_mean"], line["end_mean"], line["end_sd"], line["note"]) == ("85.00", "72.50", "3.54", "")
 
 
+def test_the_block_rate_goes_into_the_tables_the_csv_of_runs_and_the_defence_figure(tmp_path, summarize, capsys):
+    import csv
+
+    for seed, scores, rates in ((0, [0.5, 0.9, 0.8], [0.2, 0.4, 0.6]), (1, [0.7, 0.8, 0.8], [0.1, 0.3, 0.3])):
+        fake_run(tmp_path, str(seed), ["network=a", f"seed={seed}"], scores)
+        with SummaryWriter(str(tmp_path / str(seed) / "tb")) as w:
+            for step, (rate, value) in enumerate(zip(rates, [-0.1, -0.2, -0.3], strict=True)):
+                w.add_scalar("eval/defence/block_rate", rate, step * 100)
+                w.add_scalar("eval/defence/miss_value", value, step * 100)
+    fake_run(tmp_path, "b", ["network=b", "seed=0"], [0.4, 0.5])  # logs no defence: an empty cell
+    rows = summarize.summarize(tmp_path, last=2)
+    md = summarize.markdown_table(rows, last=2).splitlines()
+    assert md[0].endswith("| mean of last 2 % | block rate, last 2 % |")
+    # block rates over the last 2 points: 50 and 30 -> 40.0 +- 14.1
+    assert md[2] == "| `network=a` | 2 | 3 | 85.0 ± 7.1 | 82.5 ± 3.5 | 40.0 ± 14.1 |" and md[3].endswith("| n/a |")
+    lines = list(csv.DictReader(summarize.csv_table(rows, last=2).splitlines()))
+    block = (lines[0]["block_rate_mean"], lines[0]["block_rate_sd"], lines[1]["block_rate_mean"])
+    assert block == ("40.00", "14.14", "")
+    summarize.main([str(tmp_path), "last=2", "format=runs"])
+    text = capsys.readouterr().out
+    table = [(r["dir"], r["tag"], r["end_mean"]) for r in csv.DictReader(text.splitlines())]
+    assert table[:3] == [("0", "eval/benchmark/score", "0.8500"), ("0", "eval/defence/block_rate", "0.5000"),
+                         ("0", "eval/defence/miss_value", "-0.2500")] and len(table) == 7
+    (tmp_path / "runs.csv").write_text(text)
+    summarize.main([str(tmp_path), "last=2"])
+    from_folder = capsys.readouterr().out
+    summarize.main([str(tmp_path / "runs.csv"), "last=2"])
+    assert capsys.readouterr().out == from_folder  # the block rates read back from the rows of their runs
+    pytest.importorskip("matplotlib")
+    from ttt.plot import plot
+
+    out = plot(tmp_path / "runs.csv", figure="defence", output=tmp_path / "defence.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
     rows = [dict(group="network=a", seeds=[0, 1, 1]), dict(group="network=b", seeds=[0, None])]
     assert summarize.duplicate_seeds(rows) == ["summarize: warning: network=a: seed 1 appears more than once"]

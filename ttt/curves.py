@@ -216,29 +216,36 @@ def find_runs(root: str | Path) -> list[RunLog]:
 # ------------------------------------------------------------------------------------ runs as CSV
 #: the columns of ``runs_csv`` before the test points (one column per training-game count)
 RUN_COLUMNS = ("setting", *FACTS, "game", "seed", "tag", "points", "peak", "end_last", "end_mean", "dir")
+#: the tags ``runs_csv`` writes beside the table's own, for the runs that log them: defence (``ttt.defence``)
+BESIDE = ("eval/defence/block_rate", "eval/defence/miss_value")
 
 
-def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | None = None) -> str:
-    """One CSV row per run that logs ``tag``: its setting, ``run_facts``, seed, the number of test
-    points, the peak, the mean of the last ``last`` points (empty when it has fewer), its folder, and
-    every test point in a column named by its training games (empty where a run has no point there).
-    Folders are written relative to ``root`` when they lie under it.
-    Values are fractions as logged. ``read_runs_csv`` reads it back, so tables and figures can be built
-    from a committed file as from the run folders."""
+def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | None = None,
+             beside: Sequence[str] = BESIDE) -> str:
+    """One CSV row per run that logs ``tag``, and one more per tag of ``beside`` it logs too (the
+    ``tag`` column says which): its setting, ``run_facts``, seed, the number of test points, the peak,
+    the mean of the last ``last`` points (empty when it has fewer), its folder, and every test point
+    in a column named by its training games (empty where a run has no point there). Folders are
+    written relative to ``root`` when they lie under it. Values are as logged (scores and rates are
+    fractions). ``read_runs_csv`` reads it back, so tables and figures can be built from a committed
+    file as from the run folders."""
     import csv
     import io
 
     runs = [r for r in runs if len(r.curves.get(tag, ()))]
-    steps = sorted({int(s) for r in runs for s in r.curves[tag].steps.tolist()})
+    tags = [tag, *(t for t in beside if t != tag)]
+    rows = [(r, t) for r in sorted(runs, key=lambda r: (",".join(r.setting), -1 if r.seed is None else r.seed))
+            for t in tags if len(r.curves.get(t, ()))]
+    steps = sorted({int(s) for r, t in rows for s in r.curves[t].steps.tolist()})
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow([*RUN_COLUMNS, *map(str, steps)])
-    for r in sorted(runs, key=lambda r: (",".join(r.setting), -1 if r.seed is None else r.seed)):
-        c = r.curves[tag]
+    for r, t in rows:
+        c = r.curves[t]
         at = dict(zip(c.steps.tolist(), c.values.tolist(), strict=True))
         end = f"{float(np.mean(c.values[-last:])):.4f}" if len(c) >= last else ""
         w.writerow([",".join(r.setting), *(r.facts.get(k, "") for k in FACTS),
-                    r.game or "", "" if r.seed is None else r.seed, tag, len(c), f"{float(c.values.max()):.4f}",
+                    r.game or "", "" if r.seed is None else r.seed, t, len(c), f"{float(c.values.max()):.4f}",
                     last, end, _relative(r.dir, root), *("" if s not in at else f"{at[s]:.4f}" for s in steps)])
     return out.getvalue()
 
@@ -253,8 +260,8 @@ def _relative(path: Path, root: str | Path | None) -> str:
 
 
 def read_runs_csv(path: str | Path) -> list[RunLog]:
-    """The runs of a CSV file ``runs_csv`` wrote, each with the one curve it holds; ``ValueError``
-    naming the file when it is not such a file."""
+    """The runs of a CSV file ``runs_csv`` wrote, each with the curves its rows hold (the rows of one
+    run: the same folder, seed and setting); ``ValueError`` naming the file when it is not such a file."""
     import csv
 
     path = Path(path)
@@ -265,18 +272,20 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
     head = rows[0]
     try:
         steps = [int(s) for s in head[len(RUN_COLUMNS):]]
-        runs = []
+        runs: dict[tuple[str, str, str], RunLog] = {}
         for row in rows[1:]:
             cell = dict(zip(head, row, strict=True))
             points = [(s, float(v)) for s, v in zip(steps, row[len(RUN_COLUMNS):], strict=True) if v != ""]
             curve = Curve(np.array([s for s, _ in points], dtype=np.int64), np.array([v for _, v in points]))
-            facts = {k: cell[k] for k in FACTS if cell[k]}
-            runs.append(RunLog(Path(cell["dir"]), tuple(x for x in cell["setting"].split(",") if x), True,
-                               int(cell["seed"]) if cell["seed"] else None, cell["game"] or None,
-                               {cell["tag"]: curve}, facts))
+            key = (cell["dir"], cell["seed"], cell["setting"])
+            if key not in runs:
+                facts = {k: cell[k] for k in FACTS if cell[k]}
+                runs[key] = RunLog(Path(cell["dir"]), tuple(x for x in cell["setting"].split(",") if x), True,
+                                   int(cell["seed"]) if cell["seed"] else None, cell["game"] or None, {}, facts)
+            runs[key].curves[cell["tag"]] = curve
     except ValueError as e:  # a short row, a step or a value that is no number
         raise ValueError(f"{path}: a malformed row of the table of runs ({e})") from None
-    return runs
+    return list(runs.values())
 
 
 def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:

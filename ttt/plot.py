@@ -17,6 +17,10 @@ Arguments (``key=value`` after ``DIR``):
                      3x3: centre, corner, edge
 ``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
                      per setting and opponent
+``figure=defence``   three panels, one line per setting: the first tag of ``tags`` (the score against
+                     the benchmark player), ``eval/defence/block_rate`` (the share of forced blocks
+                     taken in the evaluation games) and ``eval/defence/miss_value`` (the network's
+                     value of the missed ones; exact -1), ``ttt.defence``
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
 ``output=FIG.png``   where to write the figure (default ``DIR/<figure>.png``)
@@ -54,7 +58,8 @@ from ttt.curves import (
     short_labels,
 )
 
-FIGURES = ("curves", "openings", "outcomes")
+FIGURES = ("curves", "openings", "outcomes", "defence")
+DEFENCE = ("eval/defence/block_rate", "eval/defence/miss_value")  # ttt.defence
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": "", "where": "",
             "panels": ""}
 # tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
@@ -313,6 +318,8 @@ def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[
         return plot_openings(groups, output)
     if figure == "outcomes":
         return plot_outcomes(groups, opponent, output)
+    if figure == "defence":
+        return plot_curves(groups, [(tags or ["eval/benchmark/score"])[0], *DEFENCE], output)
     raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {figure!r}")
 
 
