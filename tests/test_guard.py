@@ -227,20 +227,22 @@ def test_a_full_disk_while_writing_tensorboard_events_is_one_line_naming_the_fil
     assert threading.active_count() == 1  # no writer thread left behind
 
 
-def test_case_8_no_room_for_hydras_record(tmp_path, monkeypatch, capsys):
+def test_case_8_hydras_record_is_held_until_the_run_writes_it_and_a_full_disk_there_names_the_file(
+        tmp_path, monkeypatch):
     import hydra.core.utils as hydra_utils
+    from omegaconf import OmegaConf
 
-    def full(cfg, filename, output_dir):
-        raise OSError(errno.ENOSPC, "No space left on device")
+    from ttt.cli import write_hydra_record
 
-    monkeypatch.setattr(hydra_utils, "_save_config", full)
     guard_hydra_record()
-    with pytest.raises(SystemExit) as exit_info:
-        hydra_utils._save_config({}, "config.yaml", tmp_path / ".hydra")
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: could not write Hydra's record of the job "
-                                                   f"{tmp_path / '.hydra' / 'config.yaml'} (No space left")
+    hydra_utils._save_config(OmegaConf.create(["seed=1"]), "overrides.yaml", tmp_path / ".hydra")
+    assert not (tmp_path / ".hydra").exists()  # held: written with the run's first checkpoint
+    full_disk_for(monkeypatch, tmp_path / ".hydra" / "overrides.yaml")
+    with pytest.raises(OSError, match="No space left") as err:  # the run's one line names it (test above)
+        write_hydra_record(tmp_path)
+    monkeypatch.undo()
+    assert err.value.filename == str(tmp_path / ".hydra" / "overrides.yaml")
+    assert not (tmp_path / ".hydra" / "overrides.yaml").exists()
 
 
 # ------------------------------------------------------------------ values checked before any deletion

@@ -19,7 +19,7 @@ from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
 from ttt.config import ConfigError
 from ttt.players import make_player
-from ttt.run_dir import LOCK_NAME, RunLock, hydra_value
+from ttt.run_dir import ASIDE, LOCK_NAME, RunLock, hydra_value
 from ttt.train import train
 from ttt.training import Run
 
@@ -68,6 +68,90 @@ def test_overwrite_starts_over(compose_train, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------- 2. one run per folder
+def _run_files(run: Path) -> dict[str, bytes]:
+    """Every file of a run folder (tb/ and .hydra/ included), as bytes."""
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("when", ["outputs in", "training begins", "a few steps in"])
+def test_a_signal_before_the_first_checkpoint_of_an_overwriting_start_keeps_the_earlier_run(
+        compose_train, tmp_path, capsys, monkeypatch, when):
+    run = tmp_path / "run"
+    train(compose_train(TINY))
+    before = _run_files(run)
+    capsys.readouterr()
+    stop = lambda: os.kill(os.getpid(), signal.SIGTERM)  # noqa: E731
+    if when == "outputs in":  # the line that says where the outputs go, before the learner sets up
+        say = Run.say
+        monkeypatch.setattr(Run, "say", lambda self, text, *a: (say(self, text, *a), "outputs in" in text and stop()))
+    else:
+        start, tick = Run.start, Run.tick
+        steps = [0]
+
+        def ticking(self, *args, **kwargs):
+            steps[0] += 1
+            if when == "a few steps in" and steps[0] == 3:
+                stop()
+            return tick(self, *args, **kwargs)
+
+        monkeypatch.setattr(Run, "start", lambda self, *a, **k: (start(self, *a, **k), when == "training begins"
+                                                                  and stop()))
+        monkeypatch.setattr(Run, "tick", ticking)
+    with pytest.raises(SystemExit) as exit_info:  # eval_every=20: the first checkpoint would come at 20
+        run_cli(train, compose_train([*TINY, "overwrite=true", "episodes=400", "eval_every=200"]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 130 and "deleted" not in err, err
+    assert _run_files(run) == before and not (run / ASIDE).exists()
+    if when != "outputs in":
+        assert "before this run's first checkpoint; the earlier run is back in place" in err
+
+
+def _hydra_train(monkeypatch, *overrides: str) -> int:
+    """``python -m ttt.train OVERRIDES`` in this process (Hydra's job, its record of the job and the
+    callbacks included); returns the exit code."""
+    import hydra
+
+    from ttt.learners import register_configs
+
+    register_configs()
+
+    @hydra.main(version_base="1.3", config_path=str(ROOT / "configs"), config_name="train")
+    def main(cfg) -> None:  # ttt.train's main, with its configs found from here
+        run_cli(train, cfg)
+
+    monkeypatch.setattr(sys, "argv", ["ttt.train", *overrides])
+    try:
+        main()
+    except SystemExit as e:
+        return int(e.code or 0)
+    return 0
+
+
+def test_a_refused_start_leaves_the_runs_record_of_its_command_as_it_was(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    tiny = [*TINY, "progress=false", "device=cpu", "eval_opponents=[random]", f"run_dir={run}"]
+    assert _hydra_train(monkeypatch, *tiny) == 0
+    record = {name: (run / ".hydra" / name).read_text() for name in ("config.yaml", "hydra.yaml", "overrides.yaml")}
+    assert "network: structured_deep" not in record["overrides.yaml"] and "seed=0" not in record["overrides.yaml"]
+    refused = [["resume=true", "network=mlp_deep"], ["overwrite=true", "seed=-1"], ["resume=true", "game=4x4"],
+               ["resume=true", "episodes=20"], ["overwrite=true", "num_envs=0"]]
+    for extra in refused:
+        assert _hydra_train(monkeypatch, *tiny, *extra) == 2, extra
+    # a second start turned away by the lock of a live run
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (run / LOCK_NAME).write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(), "started": "x"}))
+        assert _hydra_train(monkeypatch, *tiny, "overwrite=true", "seed=5") == 2
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert {name: (run / ".hydra" / name).read_text() for name in record} == record, capsys.readouterr().err
+    # a start that goes ahead records its command once it has its first checkpoint
+    (run / LOCK_NAME).unlink()
+    assert _hydra_train(monkeypatch, *tiny, "overwrite=true", "seed=5") == 0
+    assert "seed=5" in (run / ".hydra" / "overrides.yaml").read_text()
+
+
 @pytest.mark.cli
 def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_replaced(compose_train, tmp_path):
     run = tmp_path / "run"

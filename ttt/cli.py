@@ -109,27 +109,34 @@ def threading_main() -> bool:
 
 
 def guard_hydra_record() -> None:
-    """Hydra writes its record of a job (``.hydra/*.yaml``) before the job starts; a full disk or a
-    read-only folder there would end in Hydra's traceback. Make it one line and exit code 1."""
+    """Hydra writes its record of a job (``.hydra/config.yaml``, ``hydra.yaml``, ``overrides.yaml``)
+    into the job's folder before the job starts: a start that is then refused (a bad value, another
+    run's lock, a resume with other settings) would have rewritten the record of the run already in
+    that folder, and ``summarize.py`` and ``ttt.plot``, which read it, would file that run under the
+    refused command. Hold the record back instead: ``write_hydra_record`` writes it once the run has
+    its first checkpoint (``ttt.training.Run``)."""
     import hydra.core.utils as hydra_utils
+    from omegaconf import OmegaConf
 
-    save = hydra_utils._save_config
-    if getattr(save, "ttt_guarded", False):
+    if getattr(hydra_utils._save_config, "ttt_guarded", False):
         return
 
-    def guarded(cfg: Any, filename: str, output_dir: Path) -> None:
-        try:
-            save(cfg, filename, output_dir)
-        except OSError as e:
-            if full_errors():
-                raise
-            print(f"error: could not write Hydra's record of the job {Path(output_dir) / filename} "
-                  f"({e.strerror or one_line(e)}); nothing was run; free space there and run the command again",
-                  file=sys.stderr)
-            sys.exit(1)
+    def held(cfg: Any, filename: str, output_dir: Path) -> None:
+        _HELD.setdefault(str(Path(output_dir).resolve()), {})[filename] = OmegaConf.to_yaml(cfg)
 
-    guarded.ttt_guarded = True  # type: ignore[attr-defined]
-    hydra_utils._save_config = guarded
+    held.ttt_guarded = True  # type: ignore[attr-defined]
+    hydra_utils._save_config = held
+
+
+_HELD: dict[str, dict[str, str]] = {}  # folder -> {file name: text}: the records Hydra asked to write
+
+
+def write_hydra_record(run_dir: str | os.PathLike) -> None:
+    """Write Hydra's record of the job held back for ``run_dir`` into ``run_dir/.hydra/`` (atomically,
+    replacing an earlier run's); nothing when none is held (outside Hydra)."""
+    folder = Path(run_dir) / ".hydra"
+    for filename, text in _HELD.pop(str(folder.resolve()), {}).items():
+        atomic_write(folder / filename, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
 
 
 def guard_config_files() -> None:

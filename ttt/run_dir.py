@@ -14,9 +14,9 @@ checkpoint's config, and nothing on disk lost when a start fails.
 * ``open(resume, overwrite, ...)``: a folder holding a checkpoint is refused unless ``resume=true``
   (the checkpoint is loaded and its config compared: ``config_changes``) or ``overwrite=true``.
   Overwriting first moves the earlier run's files (checkpoint, ``final_eval.json``, ``tb/``,
-  ``train.log``) aside into ``.overwritten/``; they are deleted only when training begins
-  (``commit``) and put back when the start fails (``restore``). A ``.overwritten/`` left by a run
-  killed in between is put back by the next open.
+  ``train.log``) aside into ``.overwritten/``; they are deleted only once the new run has its
+  first checkpoint (``commit``) and put back when the start fails or stops before then
+  (``restore``). A ``.overwritten/`` left by a run killed in between is put back by the next open.
 * ``discard``: a folder this run created (nothing but Hydra's record of the job in it) is removed
   after a failed start.
 """
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ttt.checkpoint import CheckpointError
+from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.config import ConfigError
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
@@ -241,6 +241,26 @@ def played_episodes(payload: dict) -> int:
     return int(payload.get("episodes", payload.get("episode", 0)))
 
 
+def load_resume(path: Path, cfg: Any, game: str, config: dict) -> tuple[dict, list[str]]:
+    """The checkpoint at ``path`` to continue the run of ``cfg`` (its learner and ``game`` checked;
+    ``config``, the run's resolved config, compared with the checkpoint's: ``config_changes``) and the
+    changes that may be made; ConfigError for a change that alters the result or fewer episodes."""
+    payload = load_checkpoint(path, kind=cfg.agent.name, game=game)
+    saved = payload.get("config")
+    refused, free = config_changes(saved, config) if isinstance(saved, dict) else (
+        [], ["the checkpoint records no config: not compared"])
+    if refused:
+        raise ConfigError(f"resume=true: {path} was trained with other settings ({'; '.join(refused)}); "
+                          f"these change the result: resume with the checkpoint's values, or start a new "
+                          f"run_dir, or overwrite=true")
+    played, total = played_episodes(payload), int(cfg.episodes)
+    planned = saved.get("episodes") if isinstance(saved, dict) else None
+    if total < played and total != planned:  # a batched run may end a few games past its plan
+        raise ConfigError(f"resume=true: {path} has played {played} episodes; episodes={total} is fewer "
+                          f"(episodes may grow, or stay at least {played})")
+    return payload, free
+
+
 # ------------------------------------------------------------------------------------ the folder
 class RunFolder:
     """A run's folder: its lock, the checks of what is in it, resume and overwrite (module docstring)."""
@@ -324,6 +344,11 @@ class RunFolder:
             if (self.path / name).exists():
                 os.rename(self.path / name, aside / name)
                 self._aside.append(name)
+
+    def set_aside(self) -> bool:
+        """Whether the earlier run's files are set aside, not yet deleted (overwrite=true before the
+        new run's first checkpoint)."""
+        return bool(self._aside)
 
     def commit(self) -> str | None:
         """Training has begun: delete the earlier run's files set aside by overwrite=true; returns the note."""

@@ -7,13 +7,16 @@ evaluation opponents, which it builds), checks that the folder is writable and t
 is in the way, and takes its lock; ``ttt.run_dir.RunFolder`` does the folder's part (one run per
 folder, resume and overwrite, module docstring there). A folder holding a checkpoint is refused
 unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the earlier checkpoint,
-``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only when training
-begins). Resuming compares the config with the one saved in the checkpoint: a key that changes the
-result refuses, naming it; ``episodes`` may grow, and keys that only change what is measured or
-printed may change (``RESUME_FREE``). A resumed run whose ``final_eval.json`` already covers
-``episodes`` is skipped with one line (so rerunning a multirun with ``resume=true`` finishes only
-the jobs that had not finished). A run that fails before training begins removes the folder when
-it created it, and puts back what overwrite=true had set aside.
+``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only once the new run
+has its first checkpoint; a stop or an error before then puts them back). Hydra's record of the
+command (``.hydra/``) goes into the folder at that first checkpoint too (``ttt.cli.guard_hydra_record``):
+a refused start leaves the folder's run exactly as it was. Resuming compares the config with the one
+saved in the checkpoint: a key that changes the result refuses, naming it; ``episodes`` may grow,
+and keys that only change what is measured or printed may change (``RESUME_FREE``). A resumed run
+whose ``final_eval.json`` already covers ``episodes`` is skipped with one line (so rerunning a
+multirun with ``resume=true`` finishes only the jobs that had not finished). A run that fails
+before training begins removes the folder when it created it. Ctrl-C or SIGTERM before training
+begins stops at once (nothing to save).
 
 Nothing written is lost: checkpoints and ``final_eval.json`` are written atomically
 (``ttt.checkpoint.atomic_write``). A file that cannot be written while training (a full disk, an
@@ -69,8 +72,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.checkpoint import CheckpointError, atomic_write, load_checkpoint
-from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line
+from ttt.checkpoint import CheckpointError, atomic_write
+from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, write_hydra_record
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.curves import eval_tag
 from ttt.device import array_device
@@ -82,7 +85,7 @@ from ttt.players import Player
 from ttt.run_dir import (
     CHECKPOINT_NAMES,
     RunFolder,
-    config_changes,
+    load_resume,
     played_episodes,
     resume_command,
     run_command,
@@ -161,7 +164,8 @@ class Run:
 
     def _open(self, notes: list[str]) -> None:
         cfg = self.cfg
-        notes += self.folder.open(bool(cfg.resume), bool(cfg.overwrite), self._load_resume, self.total)
+        notes += self.folder.open(bool(cfg.resume), bool(cfg.overwrite),
+                                  lambda path: load_resume(path, cfg, self.game.name, self.config_dict()), self.total)
         self.resumed, self.finished = self.folder.resumed, self.folder.finished
         if self.finished is not None:
             for note in notes:
@@ -180,23 +184,6 @@ class Run:
             self.say(note)
         self._install_signal_handlers()
 
-    def _load_resume(self, path: Path) -> tuple[dict, list[str]]:
-        """The checkpoint to continue from, with the learner and board checked and the config compared."""
-        payload = load_checkpoint(path, kind=self.cfg.agent.name, game=self.game.name)
-        saved = payload.get("config")
-        refused, free = config_changes(saved, self.config_dict()) if isinstance(saved, dict) else (
-            [], ["the checkpoint records no config: not compared"])
-        if refused:
-            raise ConfigError(f"resume=true: {path} was trained with other settings ({'; '.join(refused)}); "
-                              f"these change the result: resume with the checkpoint's values, or start a new "
-                              f"run_dir, or overwrite=true")
-        played = played_episodes(payload)
-        planned = saved.get("episodes") if isinstance(saved, dict) else None
-        if self.total < played and self.total != planned:  # a batched run may end a few games past its plan
-            raise ConfigError(f"resume=true: {path} has played {played} episodes; episodes={self.total} is fewer "
-                              f"(episodes may grow, or stay at least {played})")
-        return payload, free
-
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
@@ -204,7 +191,7 @@ class Run:
             self._handlers[signum] = signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        if self._stop is not None:
+        if self._stop is not None or not self.started:  # before training: nothing to save, stop at once
             raise KeyboardInterrupt
         self._stop = signum
         if self._cut_short:  # an evaluation after its checkpoint: nothing to finish
@@ -266,8 +253,7 @@ class Run:
                     log.close()
                 except OSError:  # a full disk: the line was printed; the error that stopped the run says more
                     pass
-            if not self.started:
-                self.folder.restore()
+            self.folder.restore()  # set aside by overwrite=true and not yet deleted: no first checkpoint
             self.folder.lock.release()
 
     # ------------------------------------------------------------------ paths
@@ -373,9 +359,6 @@ class Run:
         from ``done`` on, and the checkpoint is written before its evaluation, so that point would be lost
         (a batched run's evaluations fall a few games past the multiples and are not repeated)."""
         self.started = True
-        note = self.folder.commit()
-        if note:
-            self.say(note)
         every = self.eval_every
         if player is not None and self.resumed is not None and every and 0 < done < self.total and done % every == 0:
             self.evaluate_saved(player, done)
@@ -406,7 +389,7 @@ class Run:
         saved = False
         every = self.eval_every
         if every and done // every > last // every and done < self.total:
-            self._save(save, done)  # first: a signal during the evaluation then stops at once
+            self.save(save, done)  # first: a signal during the evaluation then stops at once
             saved = True
             self.evaluate_saved(player, done)
             self.progress(done, "evaluated", force=True)
@@ -414,20 +397,30 @@ class Run:
         if not saved and done < self.total and (
                 (every and done // every > last // every)
                 or (self.checkpoint_seconds and time.monotonic() - self._saved_at >= self.checkpoint_seconds)):
-            self._save(save, done)
+            self.save(save, done)
             saved = True
         if saved:
             self._saved_at = time.monotonic()
         if self._stop is not None:
+            if not saved and self.folder.set_aside():
+                self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done}, before this "
+                         f"run's first checkpoint; the earlier run is back in place (overwrite=true again starts over)")
+                raise Interrupted()  # close() puts the earlier run's files back
             if not saved:
-                self._save(save, done)
+                self.save(save, done)
             self._stopped(done)
 
-    def _save(self, save: Callable[[int], Any], done: int) -> None:
+    def save(self, save: Callable[[int], Any], done: int) -> None:
+        """``save(done)`` writes the checkpoint. The run's first one completes its start: the earlier
+        run's files set aside by overwrite=true are deleted, and Hydra's record of the command goes in."""
         save(done)
         saved = self.folder.existing()
         if saved:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
+        note = self.folder.commit()
+        if note:
+            self.say(note)
+        write_hydra_record(self.resume_dir)
 
     def evaluate_saved(self, player: Callable[[], Player], done: int, games: int | None = None,
                        label: str = "evaluation", group: str = "eval") -> dict[str, MatchResult]:
@@ -458,7 +451,7 @@ class Run:
                games: int | None = None, group: str = "eval") -> dict[str, MatchResult]:
         """At the end: ``save(done)``, the final evaluation (``games`` per opponent, default
         ``eval_games``, logged under ``group/``), and a last progress line."""
-        self._save(save, done)
+        self.save(save, done)
         results = self.evaluate_saved(player, done, games, "final evaluation", group)
         self.progress(done, "final evaluation", force=True)
         return results

@@ -210,9 +210,9 @@ def train(cfg, run) -> dict:
     hashes, values = table_arrays(levels)
     del levels
     player = ValueIterationPlayer(game, hashes, values)
-    save_checkpoint(run.checkpoint_path(".npz"), {
+    run.save(lambda _: save_checkpoint(run.checkpoint_path(".npz"), {
         "kind": "value_iteration", "game": game.name, "hashes": hashes, "values": values,
-        "sweeps": sweeps, "config": run.config_dict()})
+        "sweeps": sweeps, "config": run.config_dict()}), sweeps)
     results = run.evaluate_saved(lambda: player, sweeps)  # saved: a Ctrl-C stops it at once
 
     selfplay = {}
