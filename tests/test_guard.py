@@ -185,6 +185,21 @@ def test_cases_3_7_12_a_full_disk_while_training_is_one_line_naming_the_file_wha
     assert out["episodes"] == 40 and json.loads((run / "final_eval.json").read_text())["episodes"] == 40
 
 
+def test_a_full_disk_with_runs_side_by_side_names_the_checkpoint_of_the_run_whose_write_failed(
+        compose_train, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    full_disk_for(monkeypatch, run / "seed_1" / "checkpoint.pt", after=1)  # seed 1's second checkpoint fails
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=3", "eval_opponents=[random]"]))
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err, err
+    ours = run / "seed_1" / "checkpoint.pt"
+    assert err.strip().splitlines()[-1] == (
+        f"error: could not write {ours} (No space left on device); the checkpoint of episode 20 is safe in {ours}; "
+        f"free space, then resume with: train(cfg) with the same config and resume=true run_dir={run}")
+
+
 def test_a_full_disk_while_writing_tensorboard_events_is_one_line_naming_the_file_and_how_to_resume(
         compose_train, tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"

@@ -213,9 +213,17 @@ class Run:
             raise
         if error is not None and not self.started and not isinstance(error, Interrupted):
             self.folder.discard()
-        if isinstance(error, OSError) and self.started:
+        if isinstance(error, OSError) and self.started and self._owns(error):
             # a full disk or an I/O error while training: one line, what is safe, how to go on
             raise self.write_failure(error) from None
+
+    def _owns(self, error: OSError) -> bool:
+        """Whether ``error`` is this run's to report: it names a file of this run's folder (or of the
+        group's ``.hydra/``), or none; runs side by side leave it to the run whose file failed."""
+        if not error.filename:
+            return True
+        path = Path(str(error.filename)).resolve()
+        return any(path.is_relative_to(folder.resolve()) for folder in (self.dir, self.resume_dir / ".hydra"))
 
     def write_failure(self, error: OSError) -> OutputError:
         """The one-line error for ``error`` while training: what failed, which file, which checkpoint
