@@ -20,6 +20,7 @@ pytest.importorskip("starlette", reason="the web extra is not installed")
 from starlette.testclient import TestClient  # noqa: E402
 
 import ttt.web.app as web_app  # noqa: E402
+from ttt.games import FIRST  # noqa: E402
 from ttt.players.stop import SearchStopped, Stop, check_stop, stopping  # noqa: E402
 from ttt.serve import listen, url_of  # noqa: E402
 from ttt.specs import load_agents  # noqa: E402
@@ -99,7 +100,8 @@ def test_a_search_is_stopped_by_its_thread_stop_and_nowhere_else():
 def test_a_move_or_hint_past_max_seconds_is_a_400_naming_the_cap_and_the_game_is_kept(x):
     if x.startswith("openspiel"):
         pytest.importorskip("pyspiel")
-    with TestClient(create_app(None, limits=Limits(max_seconds=0.3))) as client:
+    app = create_app(None, limits=Limits(max_seconds=0.3))
+    with TestClient(app) as client:
         game = new_game(client, board="4x4x4", x=x, o="human")
         verbs = (("step", client.post), ("hint", client.get))
         for verb, method in verbs[:1] if x.startswith("openspiel") else verbs:  # it has no move values
@@ -109,6 +111,19 @@ def test_a_move_or_hint_past_max_seconds_is_a_400_naming_the_cap_and_the_game_is
             assert time.monotonic() - start < 3
         view = client.get(f"/api/games/{game['id']}").json()
         assert view["moves"] == [] and view["to_play"] == "X"
+        _, player = app.state.table.get(game["id"]).seats[FIRST]
+        assert not getattr(player, "last_roots", None)  # the stopped search's tree is let go
+
+
+def test_a_game_keeps_no_search_tree_between_requests():
+    app = create_app(None)
+    with TestClient(app) as client:
+        game = new_game(client, x="mcts:200", o="human")
+        _, player = app.state.table.get(game["id"]).seats[FIRST]
+        assert client.get(f"/api/games/{game['id']}/hint").status_code == 200 and player.last_roots == []
+        assert client.post(f"/api/games/{game['id']}/step", json={}).status_code == 200 and player.last_roots == []
+        player.search([player.game.initial_state()])
+        assert player.last_roots  # what the server lets go of
 
 
 @pytest.mark.parametrize("body, text", [("[" * 2000 + "]" * 2000, "nests arrays or objects over 8 deep"),
