@@ -1,14 +1,18 @@
 """The page of ttt.serve in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``)
-driven by Selenium plays a whole game of Qubic against ``random`` by clicking cells, shows the shipped
-dqn_444's hint heat map after typed moves, and lets two agents play 3x3 step by step, then on to the end.
-Screenshots go to ``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
+driven by Selenium plays a whole game of Qubic against ``random`` by clicking cells, clicks every one of the 64
+cells of the 3D view at its default angle and after turning it (each click must play that cell), drops pieces
+on Score Four by clicking anywhere in a column, shows the shipped dqn_444's hint heat map on its fixed scale,
+checks the layout (a long move list, a narrow window, a refused new game), and lets two agents play 3x3 step
+by step, then on to the end. Screenshots go to ``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
 
 Skipped, with the reason, when Chromium, its driver or Selenium is missing (``.ci/run`` installs them).
 """
 
 from __future__ import annotations
 
+import colorsys
 import os
+import re
 import shutil
 import threading
 import time
@@ -19,9 +23,12 @@ import pytest
 pytest.importorskip("starlette", reason="the web extra is not installed")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (the web extra) is not installed")
 
+from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from ttt.games import make_game  # noqa: E402
 from ttt.serve import SHIPPED_FOLDER, listen, url_of  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -52,12 +59,15 @@ def server_url():
     sock.close()
 
 
+WINDOW = (1400, 760)
+
+
 @pytest.fixture(scope="module")
 def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,760", "--force-device-scale-factor=1"):
+                f"--window-size={WINDOW[0]},{WINDOW[1]}", "--force-device-scale-factor=1"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, for script errors
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
@@ -76,10 +86,14 @@ def moves_shown(driver) -> int:
     return len(driver.find_elements(By.CSS_SELECTOR, "#moves li"))
 
 
+def waiting(driver, seconds: float = 10) -> WebDriverWait:
+    return WebDriverWait(driver, seconds, poll_frequency=0.05)
+
+
 def start(driver, url: str, board: str, x: str, o: str) -> None:
     """Open the page and start a game from the setup form."""
     driver.get(url)
-    wait = WebDriverWait(driver, 10)
+    wait = waiting(driver)
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cell"))  # the default game is drawn
     driver.execute_script("document.getElementById('board').value = arguments[0];", board)
     for seat, spec in (("seat-x", x), ("seat-o", o)):
@@ -87,12 +101,84 @@ def start(driver, url: str, board: str, x: str, o: str) -> None:
         field.clear()
         field.send_keys(spec)
     driver.find_element(By.ID, "new").click()
-    wait.until(lambda d: moves_shown(d) == 0 and "X to move" in d.find_element(By.ID, "status").text)
+    wait.until(lambda d: moves_shown(d) == 0 and "X to move" in d.find_element(By.ID, "status").text
+               and d.find_element(By.ID, "board-area").get_attribute("data-board") == board)
+
+
+def show_3d(driver) -> None:
+    driver.find_element(By.ID, "view3d").click()
+    waiting(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "svg.scene").is_displayed())
+    assert not driver.find_element(By.CSS_SELECTOR, ".layers").is_displayed()  # the 3D view alone takes clicks
+
+
+def click_at(driver, x: float, y: float) -> None:
+    """A person's click at a point of the window (viewport coordinates), wherever the page put things."""
+    actions = ActionBuilder(driver, duration=0)
+    actions.pointer_action.move_to_location(round(x), round(y)).click()
+    actions.perform()
+
+
+def centres_3d(driver) -> list[dict]:
+    """Every cell of the 3D view: its number, the centre of its drawn shape on screen, that shape's size,
+    and the cell the browser finds on top at that centre (None: none)."""
+    return driver.execute_script("""
+        window.scrollTo(0, 0);
+        return [...document.querySelectorAll('svg.scene .cell3d')].map((g) => {
+          const r = g.querySelector('polygon').getBoundingClientRect();
+          const x = r.left + r.width / 2, y = r.top + r.height / 2;  // a parallelogram's centre
+          const hit = document.elementFromPoint(x, y), top = hit && hit.closest('[data-cell]');
+          return {cell: Number(g.dataset.cell), x, y, width: r.width, height: r.height,
+                  top: top ? Number(top.dataset.cell) : null};
+        });""")
+
+
+# A full Qubic board with no line of four (one layer a row of 16, layer 0 first): clicking its X cells and its
+# O cells in turn plays every cell once, and no click before the last ends the game.
+DRAWN = "XXOOXOXOOOXXXXXO" "OXOXXOOXXOXOOXOX" "XOOXOXOXXXXOOXOO" "XXXOOOXXOXOOOOOX"
+CLICK_ORDER = [c for pair in zip([c for c in range(64) if DRAWN[c] == "X"], [c for c in range(64) if DRAWN[c] == "O"],
+                                 strict=True) for c in pair]
+
+# after a click, the move list's latest entry once it has the n-th move (or the error line)
+MOVE_SHOWN = """
+    const [n, done] = [arguments[0], arguments[arguments.length - 1]], t0 = Date.now();
+    (function poll() {
+      const moves = document.querySelectorAll('#moves li'), error = document.getElementById('error').textContent;
+      if (moves.length >= n || error || Date.now() - t0 > 8000)
+        return done({played: moves.length ? moves[moves.length - 1].textContent : null, count: moves.length, error});
+      setTimeout(poll, 5);
+    })();"""
+
+
+def cells_in_sight(driver) -> dict[int, dict]:
+    """``centres_3d`` by cell, once it is checked that every cell lies in the window, large enough to click,
+    with nothing else on its centre."""
+    cells = {c["cell"]: c for c in centres_3d(driver)}
+    assert sorted(cells) == list(range(64))
+    width, height = driver.execute_script("return [innerWidth, innerHeight];")
+    for c in cells.values():
+        assert 0 < c["x"] < width and 0 < c["y"] < height, f"cell {c['cell']} is out of the window: {c}"
+        assert c["width"] >= 12 and c["height"] >= 8, f"cell {c['cell']} is too small to click: {c}"
+    covered = [(c["cell"], c["top"]) for c in cells.values() if c["top"] != c["cell"]]
+    assert not covered, f"(cell, what lies on its centre): {covered}"
+    return cells
+
+
+def click_every_cell(driver) -> list[str]:
+    """Click the centre of each cell of the 3D view in ``CLICK_ORDER``, as a person's pointer does, and return
+    the move each click played, as the move list shows it (``X 0 (0,0,0)``)."""
+    cells = cells_in_sight(driver)
+    played = []
+    for n, cell in enumerate(CLICK_ORDER, start=1):
+        click_at(driver, cells[cell]["x"], cells[cell]["y"])
+        answer = driver.execute_async_script(MOVE_SHOWN, n)
+        assert answer["count"] == n and not answer["error"], (cell, answer)
+        played.append(answer["played"])
+    return played
 
 
 def test_a_whole_game_of_qubic_against_random_by_clicking(server_url, browser, artifacts):
     start(browser, server_url, "4x4x4", "human", "random")
-    wait = WebDriverWait(browser, 10)
+    wait = waiting(browser)
     assert len(browser.find_elements(By.CSS_SELECTOR, ".layer")) == 4  # the layers side by side
     assert len(browser.find_elements(By.CSS_SELECTOR, ".cell")) == 64
     for _ in range(32):
@@ -118,44 +204,191 @@ def test_a_whole_game_of_qubic_against_random_by_clicking(server_url, browser, a
     assert len(last) == 1 and int(last[0].get_attribute("data-cell")) in cells  # the winner's move ended it
     browser.save_screenshot(str(artifacts / "qubic_vs_random.png"))
 
-    # hovering a cell highlights the lines through it, across the layers: 7 lines through a corner
+    # a click on a taken cell: the server's reason shows
+    taken = browser.find_element(By.CSS_SELECTOR, f'.cell[data-cell="{cells[0]}"]')
+    taken.click()
+    wait.until(lambda d: d.find_element(By.ID, "error").text)
+    assert "the game is over" in browser.find_element(By.ID, "error").text
+
+    # hovering a cell rings the lines through it, across the layers, one colour per line: 7 through a corner
+    lines = {tuple(line) for line in make_game("4x4x4").lines.tolist()}
     corner = browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="0"]')
     webdriver.ActionChains(browser).move_to_element(corner).perform()
-    lit = {int(c.get_attribute("data-cell")) for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
-    assert len(lit) == 1 + 7 * 3 and {63, 48, 3} <= lit
+    rings = {int(c.get_attribute("data-cell")): c.value_of_css_property("box-shadow")
+             for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
+    assert len(rings) == 1 + 7 * 3 and {63, 48, 3} <= set(rings)
+    by_colour: dict[str, set[int]] = {}
+    for cell, ring in rings.items():
+        if cell != 0:
+            by_colour.setdefault(re.match(r"rgba?\([^)]*\)", ring).group(0), set()).add(cell)
+    assert len(by_colour) == 7 and all(tuple(sorted({0} | group)) in lines for group in by_colour.values())
 
-    # the 3D view stacks the same cells in space: hovering still lights the lines
-    browser.find_element(By.ID, "view3d").click()
-    assert browser.find_elements(By.CSS_SELECTOR, ".layers.stack")
-    top = browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="63"]')
+    # the 3D view draws the winning line through the stack, and the hovered lines, one colour each
+    show_3d(browser)
+    drawn = browser.find_elements(By.CSS_SELECTOR, "svg.scene .win-line")
+    assert [d.get_attribute("data-line") for d in drawn] == ["-".join(map(str, cells))]
+    top = browser.find_element(By.CSS_SELECTOR, '.cell3d[data-cell="63"]')
     webdriver.ActionChains(browser).move_to_element(top).perform()
-    lit = {int(c.get_attribute("data-cell")) for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
-    assert len(lit) == 22 and {0, 21, 42} <= lit  # the space diagonal among them
+    hovered = browser.find_elements(By.CSS_SELECTOR, "svg.scene .hl-line")
+    drawn_lines = {tuple(map(int, h.get_attribute("data-line").split("-"))) for h in hovered}
+    assert len(drawn_lines) == 7 and all(63 in line and line in lines for line in drawn_lines)
+    assert (0, 21, 42, 63) in drawn_lines  # the space diagonal
+    assert len({h.get_attribute("stroke") for h in hovered}) == 7
+    legend = browser.find_elements(By.CSS_SELECTOR, "#lines-info li")
+    assert {li.get_attribute("data-line") for li in legend} == {h.get_attribute("data-line") for h in hovered}
     browser.find_element(By.ID, "view3d").click()
+
+
+def test_every_cell_of_the_3d_view_takes_its_click_before_and_after_turning(server_url, browser, artifacts):
+    """At the default angle and after turning the view by a drag: a game of two people played by clicking all
+    64 cells of the 3D view, each at the centre of its shape; every click must play its cell, and the full
+    board is a draw. Then, at the steepest angle, nothing covers the centre of any cell."""
+    start(browser, server_url, "4x4x4", "human", "human")
+    show_3d(browser)
+    every_move = [f"{DRAWN[c]} {c} ({c // 16},{c // 4 % 4},{c % 4})" for c in CLICK_ORDER]
+    angle = lambda: tuple(browser.find_element(By.CSS_SELECTOR, "svg.scene").get_attribute(k)  # noqa: E731
+                          for k in ("data-spin", "data-tilt"))
+    angles = [angle()]
+    assert click_every_cell(browser) == every_move  # the default angle
+    assert browser.find_element(By.ID, "status").text == "Draw"
+    browser.save_screenshot(str(artifacts / "qubic_3d_default.png"))
+
+    # turned by dragging, from a cell: sideways spins, upwards flattens; the drag is no move
+    browser.find_element(By.ID, "new").click()
+    waiting(browser).until(lambda d: moves_shown(d) == 0)
+    start_at = next(c for c in centres_3d(browser) if c["cell"] == 21)
+    actions = ActionBuilder(browser, duration=0)
+    actions.pointer_action.move_to_location(round(start_at["x"]), round(start_at["y"])).pointer_down()
+    for step in range(1, 7):
+        actions.pointer_action.move_to_location(round(start_at["x"]) + 15 * step, round(start_at["y"]) - 7 * step)
+    actions.pointer_action.pointer_up()
+    actions.perform()
+    angles.append(angle())
+    assert angles[1] == ("15", "20")  # -30 + 90 / 2 degrees; 30 - 42 / 4, held at the flattest view
+    assert moves_shown(browser) == 0 and not browser.find_element(By.ID, "error").text
+    assert click_every_cell(browser) == every_move
+    browser.save_screenshot(str(artifacts / "qubic_3d_turned.png"))
+
+    # turned by the arrow keys to the steepest view, where the layers stand tallest
+    browser.find_element(By.ID, "new").click()
+    waiting(browser).until(lambda d: moves_shown(d) == 0)
+    browser.execute_script("document.activeElement.blur();")
+    webdriver.ActionChains(browser, duration=0).send_keys(Keys.ARROW_UP * 5 + Keys.ARROW_RIGHT * 2).perform()
+    angles.append(angle())
+    assert angles[2] == ("45", "40")  # a layer's corners farthest apart on screen
+    assert len(cells_in_sight(browser)) == 64
+
+
+def test_score_four_drops_a_click_anywhere_in_its_column(server_url, browser):
+    start(browser, server_url, "4x4x4_gravity", "human", "human")
+    wait = waiting(browser)
+    show_3d(browser)
+    reach = lambda d: sorted(int(c.get_attribute("data-cell"))  # noqa: E731
+                             for c in d.find_elements(By.CSS_SELECTOR, ".cell3d.reach"))
+    assert reach(browser) == list(range(16))  # the bottom layer, marked
+    column = [6 + 16 * z for z in range(4)]  # row 1, column 2, from the bottom up
+    for n, clicked in enumerate((column[3], column[3], column[1], column[2]), start=1):
+        c = next(c for c in centres_3d(browser) if c["cell"] == clicked)
+        click_at(browser, c["x"], c["y"])
+        wait.until(lambda d, n=n: moves_shown(d) == n)
+        last = browser.find_elements(By.CSS_SELECTOR, "#moves li")[-1].text
+        assert last.split(" ")[1] == str(column[n - 1])  # the piece fell to the column's lowest empty cell
+        assert (column[n] in reach(browser)) if n < 4 else not set(column) & set(reach(browser))
+    assert len(reach(browser)) == 15
+    click_at(browser, c["x"], c["y"])  # the column is full: the server says so
+    wait.until(lambda d: d.find_element(By.ID, "error").text)
+    assert "column 1,2 is full" in browser.find_element(By.ID, "error").text
+    assert moves_shown(browser) == 4
 
 
 def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts):
     start(browser, server_url, "4x4x4", "human", "checkpoint:dqn_444")
-    wait = WebDriverWait(browser, 10)
+    wait = waiting(browser)
     for move in ("1,1,1", "2,2,2", "0,1,2"):  # typed, as in ttt.play
         before = moves_shown(browser)
         browser.find_element(By.ID, "move-input").send_keys(move + "\n")
         wait.until(lambda d, n=before: moves_shown(d) >= n + 2)
     browser.find_element(By.ID, "hint-toggle").click()
     wait.until(lambda d: "Hint: dqn_444" in d.find_element(By.ID, "hint-info").text)
-    values = [c.text for c in browser.find_elements(By.CSS_SELECTOR, ".cell .val") if c.text]
+    shown = {int(c.get_attribute("data-cell")): c for c in browser.find_elements(By.CSS_SELECTOR, ".cell")
+             if c.find_element(By.CSS_SELECTOR, ".val").text}
+    values = {c: float(el.find_element(By.CSS_SELECTOR, ".val").text) for c, el in shown.items()}
     assert len(values) == 64 - 6  # a value on every legal move
-    assert all(-1 <= float(v) <= 1 for v in values)
+    assert all(-1 <= v <= 1 for v in values.values())
+    # one fixed scale, -1 red (hue 0) to +1 green (hue 130), whatever the position: close values look alike
+    for c, el in shown.items():
+        rgb = [int(v) / 255 for v in re.findall(r"\d+", el.value_of_css_property("background-color"))[:3]]
+        hue = 360 * colorsys.rgb_to_hls(*rgb)[0]
+        assert abs(hue - 65 * (values[c] + 1)) < 3, (c, values[c], hue)
+    spread = max(values.values()) - min(values.values())
+    assert float(browser.find_element(By.ID, "hint-spread").text) == pytest.approx(spread, abs=0.0015)
     items = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#moves li")]
     assert items[0] == "X 21 (1,1,1)" and items[2] == "X 42 (2,2,2)"
     browser.save_screenshot(str(artifacts / "qubic_hint.png"))
-    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert not errors  # no script error and no failed request in either game
+    show_3d(browser)  # the same values on the 3D view, and the lines through a cell: the README's picture
+    texts = {int(g.get_attribute("data-cell")): g.find_element(By.CSS_SELECTOR, "text.val").text
+             for g in browser.find_elements(By.CSS_SELECTOR, ".cell3d")
+             if g.find_elements(By.CSS_SELECTOR, "text.val")}
+    assert {c: float(t) for c, t in texts.items()} == values
+    corner = browser.find_element(By.CSS_SELECTOR, '.cell3d[data-cell="0"]')
+    webdriver.ActionChains(browser, duration=0).move_to_element(corner).perform()
+    browser.save_screenshot(str(artifacts / "qubic_hint_3d.png"))
+    browser.find_element(By.ID, "view3d").click()
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"
+              and not re.search(r"status of 4\d\d", e["message"])]  # the refusals asked for above
+    assert not errors  # no script error and no failed request in any game so far
+
+
+def test_the_layout_holds(server_url, browser):
+    # a long game: the move list stays in its box, two moves a row, scrolled to the latest
+    start(browser, server_url, "4x4x4", "human", "human")
+    state, plies = make_game("4x4x4").initial_state(), []
+    while len(plies) < 24:  # the lowest cells that end nothing
+        cell = next(c for c in state.legal_actions() if not state.apply(c).is_terminal())
+        plies.append(cell)
+        state = state.apply(cell)
+    field = browser.find_element(By.ID, "move-input")
+    for n, cell in enumerate(plies, start=1):
+        field.send_keys(f"{cell}\n")
+        waiting(browser).until(lambda d, n=n: moves_shown(d) == n)
+    box = browser.execute_script("""
+        const list = document.getElementById('moves'), last = list.lastElementChild.getBoundingClientRect();
+        const r = list.getBoundingClientRect();
+        return {scroll: list.scrollWidth, client: list.clientWidth, right: r.right, bottom: r.bottom,
+                lastRight: last.right, lastBottom: last.bottom};""")
+    assert box["scroll"] <= box["client"] and box["lastRight"] <= box["right"] + 1, box  # nothing off sideways
+    assert box["lastBottom"] <= box["bottom"] + 1, box  # the latest move in sight
+
+    # a new game the server refuses: the board and the form keep the game in play
+    game_id = browser.find_element(By.ID, "board-area").get_attribute("data-game")
+    browser.execute_script("document.getElementById('board').value = '3x3';")
+    field = browser.find_element(By.ID, "seat-o")
+    field.clear()
+    field.send_keys("no_such_player")
+    browser.find_element(By.ID, "new").click()
+    waiting(browser).until(lambda d: d.find_element(By.ID, "error").text)
+    assert "New game refused" in browser.find_element(By.ID, "error").text
+    assert "no_such_player" in browser.find_element(By.ID, "error").text  # the server's reason
+    assert browser.find_element(By.ID, "board").get_attribute("value") == "4x4x4"
+    assert browser.find_element(By.ID, "seat-o").get_attribute("value") == "human"
+    assert browser.find_element(By.ID, "board-area").get_attribute("data-game") == game_id
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".cell")) == 64 and moves_shown(browser) == len(plies)
+
+    # a narrow window opens at the top of the page, its header in sight
+    browser.set_window_size(800, 800)
+    try:
+        browser.get(server_url)
+        waiting(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cell")
+                               and d.find_element(By.ID, "status").text)
+        assert browser.execute_script("return window.scrollY;") == 0
+        assert browser.find_element(By.TAG_NAME, "header").rect["y"] == 0
+    finally:
+        browser.set_window_size(*WINDOW)
 
 
 def test_two_agents_step_by_step_then_play_on(server_url, browser):
     start(browser, server_url, "3x3", "random", "benchmark")
-    wait = WebDriverWait(browser, 10)
+    wait = waiting(browser)
     assert "X to move (random)" in browser.find_element(By.ID, "status").text
     assert moves_shown(browser) == 0  # agents against each other wait to be asked
     for n in (1, 2):

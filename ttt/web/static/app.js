@@ -3,10 +3,16 @@
 
 const $ = (id) => document.getElementById(id);
 let game = null;        // the server's view of the current game
+let settings = null;    // the setup form's values that started the current game
 let cellLines = [];     // for every cell, the lines (arrays of cells) through it
+let hovered = null;     // the cell under the pointer (or focused), whose lines are drawn
 let hintOn = false;
 let autoPlay = false;
 let busy = false;       // one request at a time: the board waits for the agent's reply
+
+// one colour per line through a cell (a corner of Qubic has 7 lines, the centre of 3x3x3 13)
+const LINE_COLOURS = ["#e6194b", "#4363d8", "#f58231", "#911eb4", "#0aa5b5", "#f032e6", "#9a6324",
+  "#6b8e23", "#000075", "#808080", "#e6a800", "#800000", "#469990"];
 
 async function api(method, path, body) {
   const init = { method, headers: {} };
@@ -56,35 +62,103 @@ async function afterUpdate() {
   }
 }
 
+// layer, row, column of a cell (2D: row, column)
+function coords(c) {
+  const n = game.board.n;
+  return game.board.d === 3 ? [Math.floor(c / (n * n)), Math.floor(c / n) % n, c % n] : [Math.floor(c / n), c % n];
+}
+
+const label = (c) => coords(c).join(",");
+
+// A click sends the cell to the server, which answers the move or says why not (a taken cell, not your
+// turn, the game over). With gravity a click anywhere in a column drops the piece in it.
+function clickCell(c) {
+  if (!game) return;
+  const move = game.board.gravity ? coords(c).slice(1).join(",") : c;
+  act("POST", `/api/games/${game.id}/move`, { move });
+}
+
+// what a cell can do, shared by the flat view's button and the 3D view's cell
+function wireCell(el, c) {
+  el.dataset.cell = c;
+  el.addEventListener("click", () => { if (!justTurned) clickCell(c); });
+  el.addEventListener("mouseenter", () => hover(c));
+  el.addEventListener("mouseleave", () => hover(null, c));
+  el.addEventListener("focus", () => hover(c));
+  el.addEventListener("blur", () => hover(null, c));
+}
+
 function cellBox(c) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = "cell";
-  b.dataset.cell = c;
   b.innerHTML = '<span class="num"></span><span class="mark"></span><span class="val"></span>';
-  b.querySelector(".num").textContent = c;
   // not disabled when taken: a disabled button gets no hover, and hovering shows the lines through a cell
-  b.addEventListener("click", () => {
-    if (b.classList.contains("playable")) act("POST", `/api/games/${game.id}/move`, { move: c });
-  });
-  b.addEventListener("mouseenter", () => highlight(c, true));
-  b.addEventListener("mouseleave", () => highlight(c, false));
-  b.addEventListener("focus", () => highlight(c, true));
-  b.addEventListener("blur", () => highlight(c, false));
+  wireCell(b, c);
   return b;
 }
 
-function highlight(c, on) {
-  for (const line of cellLines[c] || []) for (const d of line) cellEl(d).classList.toggle("hl", on);
+// The lines through the hovered cell, each in its own colour: rings on the flat view's cells (two lines
+// share at most one cell, so every other cell belongs to one line), the lines themselves in the 3D view.
+function hover(c, leaving) {
+  if (c === null && leaving !== hovered) return;
+  hovered = c;
+  drawHover();
 }
 
+function hoveredLines() {
+  return hovered === null ? [] : (cellLines[hovered] || []);
+}
+
+function drawHover() {
+  for (const el of document.querySelectorAll(".hl, .drop")) {
+    el.classList.remove("hl", "drop");
+    el.style.removeProperty("--hl");
+  }
+  const lines = hoveredLines();
+  lines.forEach((line, i) => {
+    for (const d of line) {
+      for (const el of cellEls(d)) {
+        el.classList.add("hl");
+        if (d !== hovered) el.style.setProperty("--hl", LINE_COLOURS[i % LINE_COLOURS.length]);
+      }
+    }
+  });
+  if (hovered !== null && game.board.gravity) {  // where a click in this column lands
+    const column = coords(hovered).slice(1);
+    const drop = game.legal.find((c) => coords(c).slice(1).join() === column.join());
+    if (drop !== undefined) for (const el of cellEls(drop)) el.classList.add("drop");
+  }
+  const info = $("lines-info");
+  info.innerHTML = "";
+  if (hovered !== null && lines.length) {
+    info.append(`${lines.length} line${lines.length > 1 ? "s" : ""} through ${hovered} (${label(hovered)}):`);
+    const list = document.createElement("ul");
+    lines.forEach((line, i) => {
+      const li = document.createElement("li");
+      const swatch = document.createElement("span");
+      swatch.className = "legend";
+      swatch.style.background = LINE_COLOURS[i % LINE_COLOURS.length];
+      const marks = line.map((d) => game.cells[d] || "·").join("");
+      li.append(swatch, ` ${line.join("-")} ${marks}`);
+      li.dataset.line = line.join("-");
+      list.appendChild(li);
+    });
+    info.appendChild(list);
+  }
+  drawSceneLines();
+}
+
+const cellEls = (c) => document.querySelectorAll(`[data-cell="${c}"]`);
 const cellEl = (c) => document.querySelector(`.cell[data-cell="${c}"]`);
 
-// 2D: one grid. 3D: the layers side by side, layer 0 first (the bottom with gravity).
+// 2D: one grid. 3D: the layers side by side, layer 0 first (the bottom with gravity), and the 3D view.
 function buildBoard() {
   const { n, d, gravity } = game.board;
   const area = $("board-area");
   area.innerHTML = "";
+  scene = null;
+  area.classList.toggle("gravity", gravity);
   const layers = document.createElement("div");
   layers.className = `layers n${n} d${d}`;
   const count = d === 3 ? n : 1;
@@ -96,7 +170,6 @@ function buildBoard() {
       title.textContent = `layer ${z}` + (gravity && z === 0 ? " (bottom)" : "");
       layer.appendChild(title);
     }
-    layer.style.setProperty("--z", z - (count - 1) / 2);  // the 3D view's height, the middle layer at 0
     const grid = document.createElement("div");
     grid.className = "grid";
     grid.style.gridTemplateColumns = `repeat(${n}, auto)`;
@@ -105,45 +178,174 @@ function buildBoard() {
     layers.appendChild(layer);
   }
   area.appendChild(layers);
-  setView();
+  if (d === 3) area.appendChild(buildScene());
   area.dataset.board = game.board.name;
   area.dataset.game = game.id;
   cellLines = Array.from({ length: game.board.cells }, () => []);
   for (const line of game.lines) for (const c of line) cellLines[c].push(line);
+  hovered = null;
+  setView();
 }
 
-// The 3D view stacks the same layers in space (layer 0 lowest) and turns the stack by dragging.
-let spin = -35, tilt = 62;
+// The 3D view: the layers as horizontal squares stacked in space (layer 0 lowest), seen from above at
+// `tilt` degrees and turned by `spin` about the vertical. Each layer is a plane, so its cells never cover
+// each other; the layers are drawn apart by more than a layer's height on screen at the present tilt,
+// so no layer covers another at any angle. The lines are drawn through the stack.
+const view = { spin: -30, tilt: 30 };
+const TILT = [20, 40];  // degrees above the horizon: flatter cells get thin, steeper ones need a tall stack
+let scene = null;       // {svg, cells: [{g, poly, mark, text}], plates, labels, lines, size}
 
-function setView() {
-  const layers = document.querySelector(".layers");
-  const on = $("view3d").checked && game && game.board.d === 3;
-  if (!layers) return;
-  layers.classList.toggle("stack", on);
-  layers.style.setProperty("--spin", `${spin}deg`);
-  layers.style.setProperty("--tilt", `${tilt}deg`);
+function svgEl(name, attrs = {}, parent = null) {
+  const el = document.createElementNS(scene.ns, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  if (parent) parent.appendChild(el);
+  return el;
 }
 
-function dragToTurn() {
-  let from = null;
-  const area = $("board-area");
-  area.addEventListener("pointerdown", (e) => {
-    if (document.querySelector(".layers.stack") && !e.target.closest(".cell")) from = [e.clientX, e.clientY];
+function buildScene() {
+  const wrap = document.createElement("div");
+  wrap.className = "scene-wrap";
+  wrap.innerHTML = '<svg class="scene" role="group" aria-label="the board in 3D: drag to turn it"></svg>';
+  const svg = wrap.firstChild;
+  scene = { svg, ns: svg.namespaceURI, cells: [], plates: [], labels: [], size: game.board.n === 3 ? 54 : 46 };
+  const { n, gravity } = game.board;
+  const layersG = svgEl("g", {}, svg);
+  for (let z = 0; z < n; z++) {
+    scene.plates.push(svgEl("polygon", { class: "plate" }, layersG));
+    const text = svgEl("text", { class: "layer-label", "text-anchor": "end", "dominant-baseline": "middle" }, layersG);
+    text.textContent = `layer ${z}` + (gravity && z === 0 ? " (bottom)" : "");
+    scene.labels.push(text);
+  }
+  for (let c = 0; c < game.board.cells; c++) {
+    const g = svgEl("g", { class: "cell3d", tabindex: "0", role: "button" }, layersG);
+    const poly = svgEl("polygon", {}, g);
+    const mark = svgEl("text", { class: "mark", "text-anchor": "middle", "dominant-baseline": "central" }, g);
+    const text = svgEl("text", { class: "num", "text-anchor": "middle", "dominant-baseline": "central" }, g);
+    wireCell(g, c);
+    g.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { clickCell(c); e.preventDefault(); }
+    });
+    scene.cells.push({ g, poly, mark, text });
+  }
+  scene.lines = svgEl("g", { class: "lines3d" }, svg);
+  turning(svg);
+  return wrap;
+}
+
+// screen position of a point of the stack: x along a row, y along a column (cell units from the layer's
+// centre), z the layer (from the stack's middle)
+function projector() {
+  const { n } = game.board;
+  const s = scene.size, a = view.spin * Math.PI / 180, e = view.tilt * Math.PI / 180;
+  const span = Math.SQRT2 * n * s * Math.sin(e);  // a layer's height on screen, whatever the spin
+  const gap = span + 16;                          // from one layer to the next: clear of each other
+  const left = 118, width = Math.SQRT2 * n * s + left + 16;  // room on the left for "layer 0 (bottom)"
+  const height = (n - 1) * gap + span + 24;
+  const cx = left + Math.SQRT2 * n * s / 2, cy = height / 2;
+  const project = (x, y, z) => {
+    const u = x * Math.cos(a) - y * Math.sin(a), v = x * Math.sin(a) + y * Math.cos(a);
+    return [cx + u * s, cy - z * gap + v * s * Math.sin(e)];
+  };
+  return { project, width, height };
+}
+
+function drawScene() {
+  if (!scene || !scene.svg.isConnected) return;
+  const { n } = game.board;
+  const { project, width, height } = projector();
+  const mid = (n - 1) / 2;
+  const pts = (corners) => corners.map((p) => p.map((v) => v.toFixed(1)).join(",")).join(" ");
+  const square = (x, y, z, h) => [[x - h, y - h], [x + h, y - h], [x + h, y + h], [x - h, y + h]]
+    .map(([px, py]) => project(px, py, z));
+  // the whole stack in the window: a short window draws it smaller (down to 60%)
+  const top = $("board-area").getBoundingClientRect().top + window.scrollY;
+  const fit = Math.max(0.6, Math.min(1, (window.innerHeight - top - 12) / height));
+  scene.svg.setAttribute("width", Math.ceil(width * fit));
+  scene.svg.setAttribute("height", Math.ceil(height * fit));
+  scene.svg.setAttribute("viewBox", `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`);
+  scene.svg.dataset.spin = Math.round(view.spin);  // degrees, for a reader of the page
+  scene.svg.dataset.tilt = Math.round(view.tilt);
+  for (let z = 0; z < n; z++) {
+    const corners = square(0, 0, z - mid, n / 2 + 0.1);
+    scene.plates[z].setAttribute("points", pts(corners));
+    const leftmost = Math.min(...corners.map((p) => p[0]));
+    const [, y] = project(0, 0, z - mid);
+    scene.labels[z].setAttribute("x", (leftmost - 8).toFixed(1));
+    scene.labels[z].setAttribute("y", y.toFixed(1));
+  }
+  const h = 0.5 - 3 / scene.size;  // a cell's half side, less a gap
+  scene.cells.forEach(({ poly, mark, text }, c) => {
+    const [z, row, col] = coords(c);
+    poly.setAttribute("points", pts(square(col - mid, row - mid, z - mid, h)));
+    const [x, y] = project(col - mid, row - mid, z - mid);
+    for (const t of [mark, text]) { t.setAttribute("x", x.toFixed(1)); t.setAttribute("y", y.toFixed(1)); }
   });
-  window.addEventListener("pointerup", () => { from = null; });
+  drawSceneLines();
+}
+
+// the hovered cell's lines, one colour each, and the winning line, as strokes through the cells' centres
+function drawSceneLines() {
+  if (!scene || !scene.svg.isConnected) return;
+  const { n } = game.board;
+  const mid = (n - 1) / 2;
+  const { project } = projector();
+  const centre = (c) => { const [z, row, col] = coords(c); return project(col - mid, row - mid, z - mid); };
+  scene.lines.innerHTML = "";
+  const stroke = (line, cls, colour) => {
+    const ends = [centre(line[0]), centre(line[line.length - 1])];  // a line is straight on screen too
+    const el = svgEl("line", { class: cls, x1: ends[0][0], y1: ends[0][1], x2: ends[1][0], y2: ends[1][1] },
+      scene.lines);
+    if (colour) el.setAttribute("stroke", colour);
+    el.dataset.line = line.join("-");
+  };
+  if (game.win_line) stroke(game.win_line, "win-line");
+  hoveredLines().forEach((line, i) => stroke(line, "hl-line", LINE_COLOURS[i % LINE_COLOURS.length]));
+}
+
+// Drag anywhere on the 3D view to turn it: sideways spins the stack, up and down tilts it. A drag that
+// ends on a cell is no click.
+let justTurned = false;
+
+function turning(svg) {
+  let from = null, moved = 0;
+  svg.addEventListener("pointerdown", (e) => {
+    from = [e.clientX, e.clientY];
+    moved = 0;
+    justTurned = false;
+  });
   window.addEventListener("pointermove", (e) => {
     if (!from) return;
-    spin += (e.clientX - from[0]) / 2;
-    tilt = Math.max(0, Math.min(80, tilt - (e.clientY - from[1]) / 2));
+    const dx = e.clientX - from[0], dy = e.clientY - from[1];
+    moved += Math.abs(dx) + Math.abs(dy);
     from = [e.clientX, e.clientY];
-    setView();
+    if (moved > 4) turn(dx / 2, dy / 4);
+  });
+  window.addEventListener("pointerup", () => {
+    if (from && moved > 4) justTurned = true;  // the click that follows this pointerup is the drag's end
+    from = null;
   });
 }
 
-function label(c) {
-  const n = game.board.n;
-  const coords = game.board.d === 3 ? [Math.floor(c / (n * n)), Math.floor(c / n) % n, c % n] : [Math.floor(c / n), c % n];
-  return coords.join(",");
+function turn(spin, tilt) {
+  view.spin = ((view.spin + spin) % 360 + 540) % 360 - 180;
+  view.tilt = Math.max(TILT[0], Math.min(TILT[1], view.tilt + tilt));
+  drawScene();
+}
+
+function setView() {
+  const on = $("view3d").checked && game && game.board.d === 3;
+  $("board-area").classList.toggle("three-d", Boolean(on));
+  if (on) drawScene();
+}
+
+// the classes of a cell, on both views
+function cellClasses(c, legal, openAt, win) {
+  const mark = game.cells[c];
+  const mine = game.to_play && game.seats[game.to_play].human;
+  return (mark ? " " + mark.toLowerCase() : "") + (legal.has(c) && mine ? " playable" : "")
+    + (legal.has(c) && game.board.gravity ? " reach" : "")
+    + (c === game.last ? " last" : "") + (win.has(c) ? " win" : "")
+    + (openAt[c] ? [...openAt[c]].map((m) => " open-" + m.toLowerCase()).join("") : "");
 }
 
 function render() {
@@ -153,20 +355,27 @@ function render() {
   const openAt = {};
   for (const l of game.open_lines) (openAt[l.empty] ||= new Set()).add(l.mark);
   const win = new Set(game.win_line || []);
-  const mine = game.to_play && game.seats[game.to_play].human;
   for (let c = 0; c < game.board.cells; c++) {
     const el = cellEl(c);
     const mark = game.cells[c];
+    const classes = cellClasses(c, legal, openAt, win);
+    const name = `cell ${c} (${label(c)})${mark ? " " + mark : ""}`;
     el.querySelector(".mark").textContent = mark;
     el.querySelector(".num").textContent = mark ? "" : c;
     el.querySelector(".val").textContent = "";
     el.querySelector(".val").className = "val";
     el.style.background = "";
-    el.className = "cell" + (mark ? " " + mark.toLowerCase() : "") + (legal.has(c) && mine ? " playable" : "")
-      + (c === game.last ? " last" : "") + (win.has(c) ? " win" : "")
-      + (openAt[c] ? [...openAt[c]].map((m) => " open-" + m.toLowerCase()).join("") : "");
-    el.setAttribute("aria-disabled", String(!(legal.has(c) && mine)));
-    el.setAttribute("aria-label", `cell ${c} (${label(c)})${mark ? " " + mark : ""}`);
+    el.className = "cell" + classes;
+    el.setAttribute("aria-label", name);
+    if (scene && scene.svg.isConnected) {
+      const { g, poly, mark: m, text } = scene.cells[c];
+      g.setAttribute("class", "cell3d" + classes);
+      g.setAttribute("aria-label", name);
+      m.textContent = mark;
+      text.textContent = mark ? "" : c;
+      text.setAttribute("class", "num");
+      poly.style.fill = "";
+    }
   }
   const status = $("status");
   status.className = game.over ? "over" : "";
@@ -187,9 +396,11 @@ function render() {
     $("open-lines").appendChild(li);
   }
   if (!game.open_lines.length) $("open-lines").innerHTML = "<li>none</li>";
-  $("syntax").textContent = `A move: ${game.board.syntax}.`;
+  $("syntax").textContent = `A move: ${game.board.syntax}.` + (game.board.gravity
+    ? " A click anywhere in a column drops the piece; the cells it can land on are shaded." : "");
   $("download").href = `/api/games/${game.id}/record`;
   $("hint-info").textContent = "";
+  drawHover();
   updateButtons();
 }
 
@@ -202,12 +413,14 @@ function updateButtons() {
   $("move-input").disabled = !game || game.over || agent;
 }
 
-// The heat map ranks the moves of this position: its best green, its worst red. The colours are
-// relative because a value network's estimates can sit close together (the numbers give the values).
-function heat(v, lo, hi) {
-  const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-  return `hsl(${Math.round(130 * t)}, 70%, ${Math.round(78 - 8 * Math.abs(t - 0.5))}%)`;
+// The heat map's colours are fixed: -1 (a loss) red, 0 yellow, +1 (a win) green, whatever the position,
+// so values that lie close together look alike; the panel gives their spread.
+function heat(v) {
+  const t = (Math.max(-1, Math.min(1, v)) + 1) / 2;
+  return `hsl(${Math.round(130 * t)}, 70%, 74%)`;
 }
+
+const signed = (v) => (v >= 0 ? "+" : "") + v.toFixed(3);
 
 async function showHint() {
   if (!game || game.over) return;
@@ -228,24 +441,65 @@ async function showHint() {
   const lo = Math.min(...values), hi = Math.max(...values);
   for (const { cell, value, rules } of hint.values) {
     const el = cellEl(cell);
-    el.style.background = heat(value, lo, hi);
+    el.style.background = heat(value);
     const val = el.querySelector(".val");
-    val.textContent = (value >= 0 ? "+" : "") + value.toFixed(3);
+    val.textContent = signed(value);
     val.className = rules ? "val rule" : "val";
+    if (scene && scene.svg.isConnected) {
+      const { poly, text } = scene.cells[cell];
+      poly.style.fill = heat(value);
+      text.textContent = signed(value);
+      text.setAttribute("class", rules ? "val rule" : "val");
+    }
   }
-  $("hint-info").innerHTML = "";
-  $("hint-info").append(`Hint: ${hint.source}'s value of each move for ${hint.for}, from -1 (a loss) to +1 (a win);`
-    + " green its best move here, red its worst.");
+  const best = hint.values.find((h) => h.value === hi);
+  const info = $("hint-info");
+  info.innerHTML = "";
+  info.append(`Hint: ${hint.source}'s value of each move for ${hint.for}, coloured from -1 (a loss, red) through 0`
+    + ` (yellow) to +1 (a win, green). Here from ${signed(lo)} to ${signed(hi)}: a spread of `);
+  info.append(Object.assign(document.createElement("b"), { id: "hint-spread", textContent: (hi - lo).toFixed(3) }));
+  info.append(`; its best move ${best.cell} (${label(best.cell)}).`);
+  const scale = document.createElement("div");
+  scale.className = "scale";
+  scale.title = "the values' range on the fixed scale from -1 to +1";
+  const range = document.createElement("span");
+  range.style.left = `${(50 * (lo + 1)).toFixed(2)}%`;
+  range.style.width = `${(50 * (hi - lo)).toFixed(2)}%`;
+  scale.appendChild(range);
+  info.appendChild(scale);
   if (hint.values.some((h) => h.rules)) {
-    $("hint-info").append(" ", Object.assign(document.createElement("u"), { textContent: "Bold, underlined" }),
+    info.append(Object.assign(document.createElement("u"), { textContent: "Bold, underlined" }),
       ": the value its rules give (a win, a loss, a fork), not its network's estimate.");
   }
 }
 
+// A new game that the server refuses leaves the game on the board, and the form goes back to its settings.
 async function newGame(event) {
   if (event) event.preventDefault();
+  if (busy) return;
   autoPlay = false;
-  await act("POST", "/api/games", { board: $("board").value, x: $("seat-x").value.trim(), o: $("seat-o").value.trim() });
+  const asked = { board: $("board").value, x: $("seat-x").value.trim(), o: $("seat-o").value.trim() };
+  busy = true;
+  showError("");
+  try {
+    game = await api("POST", "/api/games", asked);
+  } catch (e) {
+    busy = false;
+    if (settings) {
+      $("board").value = settings.board;
+      $("seat-x").value = settings.x;
+      $("seat-o").value = settings.o;
+      showError(`New game refused: ${e.message}. Still playing ${settings.board}, X ${settings.x} against O ${settings.o}.`);
+    } else {
+      showError(e.message);
+    }
+    updateButtons();
+    return;
+  }
+  busy = false;
+  settings = asked;
+  render();
+  await afterUpdate();
 }
 
 async function setup() {
@@ -291,7 +545,7 @@ async function setup() {
     if (autoPlay) afterUpdate();
   });
   $("view3d").addEventListener("change", setView);
-  dragToTurn();
+  window.addEventListener("resize", drawScene);
   $("hint-toggle").addEventListener("change", () => {
     hintOn = $("hint-toggle").checked;
     if (game) { render(); if (hintOn) showHint(); }
@@ -302,10 +556,12 @@ async function setup() {
     if (keys[e.key]) { $(keys[e.key]).click(); e.preventDefault(); }
     if (e.key === "h") { $("hint-toggle").click(); e.preventDefault(); }
     if (e.key === "v") { $("view3d").click(); e.preventDefault(); }
+    const arrows = { ArrowLeft: [-15, 0], ArrowRight: [15, 0], ArrowUp: [0, 5], ArrowDown: [0, -5] };
+    if (arrows[e.key] && $("board-area").classList.contains("three-d")) { turn(...arrows[e.key]); e.preventDefault(); }
     if (/^[0-9]$/.test(e.key) && !$("move-input").disabled) { $("move-input").focus(); }
   });
   await newGame();
-  $("move-input").focus();
+  $("move-input").focus({ preventScroll: true });  // the page opens at its top, whatever the window's size
 }
 
 setup();
