@@ -353,8 +353,74 @@ def test_runs_side_by_side_check_their_last_seed_and_their_memory_together(compo
     assert "seed=4294967295 seeds=3: the last seed, 4294967297, must be <= 4294967295" in one_line(capsys, 2, exit_info)
     with pytest.raises(SystemExit) as exit_info:
         run_cli(train, compose_train([*TINY, "game=4x4x4", "num_envs=1000", "seeds=100000"]))  # 0.1 GB a run
-    assert "num_envs=1000 x seeds=100000: 4x4x4 games side by side need about" in one_line(capsys, 2, exit_info)
+    assert "seeds=100000 runs of num_envs=1000 4x4x4 games side by side need about" in one_line(capsys, 2, exit_info)
     assert not (tmp_path / "run").exists()
+
+
+def test_seeds_100000_is_refused_at_once_and_each_limit_on_seeds_names_itself(compose_train, tmp_path, capsys,
+                                                                              monkeypatch):
+    t0 = time.perf_counter()
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=100000"]))
+    line = one_line(capsys, 2, exit_info)
+    assert time.perf_counter() - t0 < 10 and not (tmp_path / "run").exists()
+    assert line.startswith("error: seeds=100000")
+    # memory: the runs' own (networks, optimiser state, opponents, logs), not only their games
+    monkeypatch.setattr("ttt.config.available_bytes", lambda device="cpu": 100 * 2**20)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=60"]))
+    assert one_line(capsys, 2, exit_info) == (
+        "error: seeds=60 runs of num_envs=4 3x3 games side by side need about 0.1 GiB (2 MiB a run besides its "
+        "games), more than the 0.1 GiB this machine has available; choose fewer seeds or num_envs")
+    monkeypatch.undo()
+    # open files: every run keeps its train.log and its TensorBoard events open
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (100, 100))
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=60"]))
+    assert one_line(capsys, 2, exit_info) == (
+        "error: seeds=60: each run keeps 2 files open (train.log and its TensorBoard events), 184 with this "
+        "process's own, more than the 100 it may open (ulimit -n); choose seeds <= 18, or raise ulimit -n")
+    monkeypatch.undo()
+    # disk: a checkpoint and logs per run
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(2**30, 2**30 - 2**24, 2**24))
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=60"]))
+    assert one_line(capsys, 2, exit_info) == (
+        f"error: seeds=60: the runs' folders need about 60 MiB on disk (1 MiB a run: its checkpoint and logs), "
+        f"more than the 16 MiB free under {tmp_path}; choose fewer seeds or another run_dir")
+    monkeypatch.undo()
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_signal_while_many_runs_set_up_stops_at_once_and_leaves_no_folders(compose_train, tmp_path, monkeypatch,
+                                                                             capsys):
+    made = []
+    init = Run.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        if len(made) == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Run, "__init__", counting)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(train, compose_train([*TINY, "seeds=40"]))
+    assert exit_info.value.code == 130 and len(made) == 5
+    assert list((tmp_path / "run").rglob("*")) == [] and "Traceback" not in capsys.readouterr().err
+
+
+def test_runs_side_by_side_start_no_thread_per_run(compose_train, monkeypatch):
+    counts = []
+    tick = Run.tick
+    monkeypatch.setattr(Run, "tick", lambda self, *a, **k: (counts.append(threading.active_count()),
+                                                            tick(self, *a, **k))[1])
+    train(compose_train([*TINY, "seeds=3", "episodes=8", "eval_every=0", "eval_opponents=[random]"]))
+    assert counts and max(counts) == 1
 
 
 def test_the_other_entry_points_check_seed_and_threads_before_any_game(capsys):

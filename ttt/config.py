@@ -197,18 +197,22 @@ def check_train_config(cfg: Any) -> None:
 # of 20 dqn_444 training steps was 152 MB above start-up with 256 games side by side and 329 MB with
 # 2,048, about 104 KB a game; this estimate says 103 KB (64 afterstates x 401 units x 4 bytes)
 BYTES_PER_UNIT = 4
+# what a run needs besides its games: networks, optimiser state, evaluation opponents, logs. Measured: 17
+# dqn_444 runs side by side (num_envs=1) peaked 20.7 MB above one run, 1.3 MB a run
+RUN_BYTES = 2 * 2**20
 
 
 def training_bytes(cfg: Any, game: Any) -> int:
     """About the memory the ``num_envs`` games of a batched learner need side by side (of every one of
     ``seeds`` runs): every legal afterstate of every game passes through the network at each ply
-    (board cells, line detectors, hidden units)."""
+    (board cells, line detectors, hidden units); with ``seeds`` > 1 also ``RUN_BYTES`` a run."""
     net = cfg.network
     units = game.num_cells + sum(int(w) for w in net.hidden) + 1
     if net.kind == "structured":
         units += len(game.lines) * int(net.detectors)
-    games = int(cfg.num_envs) * int(cfg.get("seeds", 1))
-    return games * game.num_cells * units * BYTES_PER_UNIT
+    runs = int(cfg.get("seeds", 1))
+    own = runs * RUN_BYTES if runs > 1 else 0
+    return int(cfg.num_envs) * runs * game.num_cells * units * BYTES_PER_UNIT + own
 
 
 def available_bytes(device: str = "cpu") -> int | None:
@@ -237,10 +241,12 @@ def check_memory(cfg: Any, game: Any, device: str = "cpu") -> None:
     need, have = training_bytes(cfg, game), available_bytes(device)
     if have is not None and need > have:
         where = "the GPU has free" if device == "cuda" else "this machine has available"
-        runs = f" x seeds={int(cfg.seeds)}" if int(cfg.get("seeds", 1)) > 1 else ""
-        raise ConfigError(f"num_envs={int(cfg.num_envs)}{runs}: {game.name} games side by side need about "
-                          f"{need / 2**30:,.1f} GiB, more than the {have / 2**30:,.1f} GiB {where}; "
-                          f"choose fewer num_envs")
+        runs = int(cfg.get("seeds", 1))
+        what = (f"seeds={runs} runs of num_envs={int(cfg.num_envs)} {game.name} games side by side need about "
+                f"{need / 2**30:,.1f} GiB ({RUN_BYTES // 2**20} MiB a run besides its games)" if runs > 1 else
+                f"num_envs={int(cfg.num_envs)}: {game.name} games side by side need about {need / 2**30:,.1f} GiB")
+        raise ConfigError(f"{what}, more than the {have / 2**30:,.1f} GiB {where}; choose fewer "
+                          f"{'seeds or num_envs' if runs > 1 else 'num_envs'}")
 
 
 def register_schemas(agent_schemas: dict[str, type]) -> None:

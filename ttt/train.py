@@ -25,6 +25,7 @@ from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hyd
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.games import make_game
 from ttt.learners import register_configs, seed_everything
+from ttt.run_dir import check_runs_side_by_side
 from ttt.training import Run
 
 
@@ -45,8 +46,9 @@ def train(cfg: DictConfig) -> dict:
         if not hasattr(learner, "train_side_by_side"):
             raise ConfigError(f"seeds={cfg.seeds}: agent {cfg.agent.name} does not train runs side by side; train "
                               f"its seeds one at a time (e.g. -m seed=0,1,2)")
-        check_train_config(cfg)  # each run checks its own too; the memory is the runs' together
+        check_train_config(cfg)  # each run checks its own too; the memory, files and disk are the runs' together
         check_memory(cfg, make_game(cfg.game.name))
+        check_runs_side_by_side(int(cfg.seeds), run_dir)
         return learner.train_side_by_side(cfg, run_dir, Run)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:
