@@ -96,6 +96,11 @@ def _same_moves(board, network, agent, num_envs, episodes, seeds=(4, 5, 6), alon
             lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01), 2, 80),
     ("3x3", {**MLP, "hidden": [16]}, Config(td_lambda=0.7, search_backup=True, benchmark_fraction=0.5,
                                             switch_episode=20), 2, 60),
+    # plain SGD, whose optimiser steps the stacks themselves (two rates), with the rank pairs' gradients
+    # added to them, on a structured network with biases and tied orbits (stacked shared blocks)
+    ("3x3", {"kind": "structured", "detectors": 2, "hidden": [8], "bias": True, "tie_orbits": True},
+     Config(optimizer="sgd", lr=0.05, first_lr=0.1, opponent="random", opponent_after="frozen", switch_episode=30,
+            refresh_every=20, rank_labels=8, rank_moves=2, rank_head=True), 2, 80),
 ])
 def test_each_run_side_by_side_makes_the_moves_of_its_seed_alone(board, network, agent, num_envs, episodes):
     slow_board = board == "4x4x4_gravity"
@@ -241,6 +246,30 @@ def test_a_run_without_targets_in_a_ply_does_not_step():
     assert all(torch.equal(a, b) for a, b in zip(before[1], t.nets[1].parameters(), strict=True))
     assert all(torch.equal(t.optimizer.state[p]["step"], s) for p, s in zip(t.nets[1].parameters(), steps,
                                                                           strict=True))
+
+
+def test_plain_sgd_steps_the_stacks_and_a_run_without_targets_keeps_its_weights():
+    """Side by side, plain SGD's optimiser holds the stacked parameters (one step of a stack is each run's
+    own step); a run without examples gets a zero gradient there, and SGD leaves it exactly as it was."""
+    game = make_game("3x3")
+    t = Trainer(game, OmegaConf.create(MLP), Config(optimizer="sgd", lr=0.1, opponent="random",
+                                                    opponent_after="random"), 1,
+                [np.random.default_rng(s) for s in (0, 1, 2)], seeds=[0, 1, 2])
+    held = [p for group in t.optimizer.param_groups for p in group["params"]]
+    assert len(held) == len(list(t.nets[0].parameters())) and all(p.shape[0] == 3 for p in held)
+    obs = np.random.default_rng(3).integers(-1, 2, (6, 9)).astype(np.float32)
+    targets = np.linspace(-1, 1, 6, dtype=np.float32)
+    before = [[p.detach().clone() for p in net.parameters()] for net in t.nets]
+    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]), [None] * 3)  # runs 0 and 2 alone
+    for r in (0, 2):
+        assert not all(torch.equal(a, b) for a, b in zip(before[r], t.nets[r].parameters(), strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(before[1], t.nets[1].parameters(), strict=True))
+    # the step of run 0 is the step of its network alone on its own examples
+    torch.manual_seed(0)
+    alone = Trainer(game, OmegaConf.create(MLP), Config(optimizer="sgd", lr=0.1), 1, np.random.default_rng(0))
+    alone._update(obs[[0, 2, 4]], targets[[0, 2, 4]], np.zeros(3, dtype=np.int64), [None])
+    for a, b in zip(alone.net.parameters(), t.nets[0].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
 TINY = ["+experiment=dqn_444_gravity_vs_benchmark", "episodes=30", "eval_every=20", "eval_games=8",

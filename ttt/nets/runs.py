@@ -4,14 +4,15 @@ frozen copies are valued this way.
 
 Every network stays an ordinary module with parameters of its own: its own leaves, gradients and
 optimiser state. A call over rows of several networks stacks their parameters along a leading axis
-and maps the module's own method over it: ``torch.func.vmap`` over a copy of the module with the
-stacked parameters in place of its own, as ``functional_call`` does (PyTorch's model ensembling).
-The stacked parameters keep the graph back to each network's own, so a loss summed over networks
-gives each network exactly the gradient of its own part. A call whose rows all belong to one network
-is a plain call of that network: one run is the single network, operation for operation. Stacked,
-line detectors are computed as one (batched) matrix product with their zero-padded weight
-(``StructuredLayer.dense``): the same sums in another order, so networks side by side agree with the
-same networks alone to float rounding.
+and runs the module's own method on them, as ``functional_call`` does: a copy of the module holds the
+stacked parameters in place of its own, and its layers compute the K networks at once (Linear layers
+as batched matrix products, ``_StackedLinear``; line detectors with ``StructuredLayer.stacked``). The
+method's code is the network's own, written for any leading axes. The stacked parameters keep the
+graph back to each network's own, so a loss summed over networks gives each network exactly the
+gradient of its own part. A call whose rows all belong to one network is a plain call of that
+network: one run is the single network, operation for operation. Stacked, some sums are computed in
+another order (one batched product with the line detectors' zero-padded weight, for example), so
+networks side by side agree with the same networks alone to float rounding.
 """
 
 from __future__ import annotations
@@ -22,18 +23,32 @@ import weakref
 import numpy as np
 import torch
 from torch import nn
-from torch.func import vmap
+
+
+class _StackedLinear(nn.Linear):
+    """A Linear layer of K networks at once: weight (K, out, in), bias (K, out), inputs (K, ..., in)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x if x.ndim == 3 else x.reshape(x.shape[0], -1, x.shape[-1])
+        if self.bias is None:
+            out = torch.bmm(rows, self.weight.transpose(1, 2))
+        else:
+            out = torch.baddbmm(self.bias.unsqueeze(1), rows, self.weight.transpose(1, 2))
+        return out if x.ndim == 3 else out.view(*x.shape[:-1], out.shape[-1])
 
 
 class _Shell:
-    """A copy of a network whose parameters are swapped for the (batched) ones of a call: the method runs
-    on them as it runs on the network's own (``functional_call``'s work, done once per architecture)."""
+    """A copy of a network whose parameters are swapped for the stacked ones of a call, with a leading
+    axis over K networks: the method runs on them as it runs on the network's own (``functional_call``'s
+    work, done once per architecture), its layers computing the K networks at once."""
 
     def __init__(self, net: nn.Module) -> None:
         self.module = copy.deepcopy(net).requires_grad_(False)
-        for layer in self.module.modules():  # line detectors as products and sums (many small products are slow)
-            if hasattr(layer, "stacked"):
+        for layer in self.module.modules():
+            if hasattr(layer, "stacked"):  # line detectors: one batched product with their zero-padded weights
                 layer.dense, layer.stacked = False, True
+            elif type(layer) is nn.Linear:
+                layer.__class__ = _StackedLinear
         self.slots = []  # (submodule, attribute) of each parameter, in the order of named_parameters
         for name, _ in net.named_parameters():
             path, _, attr = name.rpartition(".")
@@ -77,6 +92,27 @@ def stack_parameters(nets: list[nn.Module]) -> list[torch.Tensor]:
     return stacks
 
 
+def parameter_stacks(nets: list[nn.Module]) -> list[torch.Tensor] | None:
+    """The stacks of ``nets`` (``stack_parameters`` of exactly these networks), else None."""
+    entry = _STACKS.get(nets[0])
+    return entry[1] if entry is not None and entry[0] == tuple(nets) else None
+
+
+def add_grads_to_stacks(nets: list[nn.Module], runs) -> None:
+    """The inverse of ``move_stacked_grads``: add the gradients of the parameters of the networks ``runs``
+    (of a loss computed on a network itself) to their stacks' gradients, then clear them."""
+    _, stacks = _STACKS[nets[0]]
+    for i, stack in enumerate(stacks):
+        for r in runs:
+            p = _params(nets[r])[i]
+            if p.grad is None:
+                continue
+            if stack.grad is None:
+                stack.grad = torch.zeros_like(stack)
+            stack.grad[r] += p.grad
+            p.grad = None
+
+
 def move_stacked_grads(nets: list[nn.Module], runs) -> None:
     """Add the stacks' gradients (``stack_parameters``) to the parameters of the networks ``runs`` (a
     network outside ``runs`` keeps no gradient: an optimiser leaves it as it is), then clear them."""
@@ -96,7 +132,7 @@ class RowNets:
     Has the methods of ``ValueNet`` that move selection and training call (``__call__``,
     ``afterstate_scores``, ``afterstate_values``, ``rank_logit``), each taking row-first tensors whose
     rows are those ``groups`` names; the outputs come back in row order. Rows of one network: a plain
-    call of it. Rows of several: their parameters stacked, the method mapped over them, each network's
+    call of it. Rows of several: their parameters stacked, the method run on them at once, each network's
     rows padded with zeros to the most rows of one (padding that is never read back).
     """
 
@@ -118,48 +154,47 @@ class RowNets:
         return self._call("afterstate_values", boards, legal)
 
     def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor):
-        if self.first.rank is None:  # vmap returns tensors only
+        if self.first.rank is None:  # a call returns tensors only
             return self.afterstate_values(boards, legal), None
         return self._call("afterstate_scores", boards, legal)
 
     def _call(self, method: str, *args):
-        groups = self.groups
         if len(self.nets) == 1:
             return getattr(self.nets[0], method)(*args)
         device = args[0].device
-        groups = torch.as_tensor(np.asarray(groups) if not torch.is_tensor(groups) else groups,
-                                 dtype=torch.long, device=device)
+        # where each row goes, worked out on the host (a handful of small arrays)
+        groups = self.groups.cpu().numpy() if torch.is_tensor(self.groups) else np.asarray(self.groups)
         n = len(groups)
-        counts = torch.bincount(groups, minlength=len(self.nets))
-        present = torch.nonzero(counts).flatten().tolist()
+        counts = np.bincount(groups, minlength=len(self.nets))
+        present = np.flatnonzero(counts)
         if len(present) == 1:
-            return getattr(self.nets[present[0]], method)(*args)
-        entry = _STACKS.get(self.nets[0]) if self.nets[0] is not None else None
-        stacked = entry[1] if entry is not None and entry[0] == tuple(self.nets) else None
+            return getattr(self.nets[int(present[0])], method)(*args)
+        stacked = parameter_stacks(self.nets) if self.nets[0] is not None else None
         if stacked is not None:  # every network, rows or not: reading the stacks whole copies nothing
-            present = list(range(len(self.nets)))
-        slot_of = torch.full((len(self.nets),), -1, dtype=torch.long, device=device)
-        slot_of[present] = torch.arange(len(present), device=device)
+            present = np.arange(len(self.nets))
+        slot_of = np.full(len(self.nets), -1)
+        slot_of[present] = np.arange(len(present))
         slot = slot_of[groups]
-        order = torch.argsort(slot, stable=True)
-        start = torch.cumsum(counts[present], 0) - counts[present]
-        pos = torch.empty(n, dtype=torch.long, device=device)
-        pos[order] = torch.arange(n, device=device) - start[slot[order]]
+        order = np.argsort(slot, kind="stable")
+        start = np.cumsum(counts[present]) - counts[present]
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(n) - start[slot[order]]
         width = int(counts.max())
         flat = slot * width + pos  # each row's place among the stacked networks' rows, (networks, width)
         # rows already in that order (each network's together, as many each): a view, else a padded copy
-        in_place = n == len(present) * width and bool((flat == torch.arange(n, device=device)).all())
+        in_place = n == len(present) * width and bool((flat == np.arange(n)).all())
+        flat = torch.from_numpy(flat).to(device)
         padded = [a.view(len(present), width, *a.shape[1:]) if in_place else
                   a.new_zeros((len(present) * width, *a.shape[1:])).index_copy(0, flat, a)
                   .view(len(present), width, *a.shape[1:]) for a in args]
-        template = self.nets[present[0]]
+        template = self.nets[int(present[0])]
         if template not in _SHELLS:
             with torch.inference_mode(False):  # its buffers normal tensors, which autograd may save
                 _SHELLS[template] = _Shell(template)
         shell = _SHELLS[template]
         if stacked is None:
             stacked = [torch.stack(ps) for ps in zip(*(_params(self.nets[g]) for g in present), strict=True)]
-        out = vmap(lambda p, *a: shell.call(method, p, *a))(stacked, *padded)
+        out = shell.call(method, stacked, *padded)
         outs = out if isinstance(out, tuple) else (out,)
         outs = tuple(o.reshape(len(present) * width, *o.shape[2:]) for o in outs)
         if not in_place:
@@ -167,4 +202,4 @@ class RowNets:
         return outs if isinstance(out, tuple) else outs[0]
 
 
-__all__ = ["RowNets", "move_stacked_grads", "stack_parameters"]
+__all__ = ["RowNets", "add_grads_to_stacks", "move_stacked_grads", "parameter_stacks", "stack_parameters"]

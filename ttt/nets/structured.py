@@ -39,13 +39,17 @@ class StructuredLayer(nn.Module):
     ``dense`` computes the forward pass as one matrix product with ``dense_weight()``, the blocks
     placed in a zero (L*D, num_cells) matrix: the same parameters and sums, rounded in another order,
     and on a CPU several times faster than the per-line products (the zeros cost less than the gather).
+
+    ``stacked`` (set on the copy that ``ttt.nets.runs`` computes K networks with) takes parameters with a
+    leading axis over K networks and (K, N, num_cells) boards: products and sums of the line cells for a
+    few boards per network, else one batched product with ``stacked_dense_weight()``.
     """
 
     def __init__(self, lines: torch.Tensor, num_cells: int, detectors: int = 4, bias: bool = False,
                  orbits: torch.Tensor | None = None, dense: bool = False) -> None:
         super().__init__()
         self.dense = bool(dense)
-        self.stacked = False  # set on the copy that maps over stacked networks (ttt.nets.runs)
+        self.stacked = False  # set on the copy that computes K stacked networks at once (ttt.nets.runs)
         lines = torch.as_tensor(lines, dtype=torch.long)
         if lines.ndim != 2 or lines.numel() == 0:
             raise ValueError(f"lines must be a non-empty (L, k) tensor, got shape {tuple(lines.shape)}")
@@ -85,13 +89,14 @@ class StructuredLayer(nn.Module):
 
     def blocks(self) -> torch.Tensor:
         """(L, k, D): the weights of every line's detectors (an orbit's shared block when tied)."""
-        return self.weight if self.orbits is None else self.shared_weight[self.orbits]
+        return self.weight if self.orbits is None else self.shared_weight[..., self.orbits, :, :]
 
     def biases(self) -> torch.Tensor | None:
         """(L*D,) biases of the units, or None without biases."""
-        if self.orbits is None:
-            return self.bias
-        return None if self.shared_bias is None else self.shared_bias[self.orbits].reshape(-1)
+        if self.orbits is None or self.shared_bias is None:
+            return self.bias if self.orbits is None else None
+        bias = self.shared_bias[..., self.orbits, :]
+        return bias.reshape(*bias.shape[:-2], -1)
 
     def reset_parameters(self) -> None:
         """Xavier-uniform per block: each detector has fan-in k (its line) and fan-out D."""
@@ -106,11 +111,16 @@ class StructuredLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.dense:  # the same sums as one matrix product with the zero-padded weight (other rounding)
             return F.linear(x, self.dense_weight(), self.biases())
+        if self.stacked:  # (K, N, cells) boards of K networks whose parameters are stacked (ttt.nets.runs)
+            if x.shape[1] <= 4:  # few boards: products and sums of the line cells (no zero-padded weights)
+                cells = x[..., self.lines]  # (K, N, L, k)
+                out = (cells.unsqueeze(-1) * self.blocks().unsqueeze(1)).sum(-2).flatten(-2)
+            else:  # one batched product with the zero-padded weights
+                out = torch.bmm(x, self.stacked_dense_weight().transpose(1, 2))
+            bias = self.biases()
+            return out if bias is None else out + bias.unsqueeze(1)
         cells = x[:, self.lines]  # (N, L, k): the cells of every line
-        if self.stacked:  # products and sums, no matrix product: the form that maps over stacked networks
-            out = (cells.unsqueeze(-1) * self.blocks()).sum(-2).reshape(x.shape[0], self.out_features)
-        else:
-            out = torch.einsum("nlk,lkd->nld", cells, self.blocks()).reshape(x.shape[0], self.out_features)
+        out = torch.einsum("nlk,lkd->nld", cells, self.blocks()).reshape(x.shape[0], self.out_features)
         bias = self.biases()
         return out if bias is None else out + bias
 
@@ -122,6 +132,17 @@ class StructuredLayer(nn.Module):
         rows = torch.arange(num_lines, device=blocks.device)[:, None].expand(num_lines, k)
         dense = dense.index_put((rows, self.lines), blocks, accumulate=True)  # (L, cells, D)
         return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_cells)
+
+    def stacked_dense_weight(self) -> torch.Tensor:
+        """``dense_weight`` of K networks whose blocks are stacked, (K, L, k, D) -> (K, L*D, num_cells): each
+        block entry copied to its one place (entries never share one)."""
+        blocks = self.blocks()
+        num_lines, k, d = blocks.shape[1:]
+        unit = torch.arange(num_lines * d, device=blocks.device).view(num_lines, 1, d)
+        at = (unit * self.num_cells + self.lines.unsqueeze(-1)).reshape(-1)  # entry (l, j, d) -> its place
+        size = num_lines * d * self.num_cells
+        dense = blocks.new_zeros(blocks.shape[0], size).index_copy_(1, at, blocks.reshape(blocks.shape[0], -1))
+        return dense.view(-1, num_lines * d, self.num_cells)
 
     def extra_repr(self) -> str:
         tied = f", tied in {int(self.orbits.max()) + 1} orbits" if self.tied else ""
@@ -184,9 +205,9 @@ class ValueNet(nn.Module):
 
     def _linear_after(self, boards: torch.Tensor) -> torch.Tensor:
         """(E, cells, H): the Tanh of a Linear first layer at every afterstate of ``boards``, every cell
-        (a fixed shape, so that the networks of runs side by side map over it, ``ttt.nets.runs``)."""
+        (a fixed shape; any leading axes, as for the stacked networks of runs side by side, ``ttt.nets.runs``)."""
         base = self.first(boards)  # (E, H)
-        return torch.tanh(base.unsqueeze(1) + self.first.weight.t().unsqueeze(0))
+        return torch.tanh(base.unsqueeze(-2) + self.first.weight.transpose(-1, -2).unsqueeze(-3))
 
     def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
@@ -214,17 +235,23 @@ class ValueNet(nn.Module):
         """(E, cells, H): the Linear ``nxt`` after the line detectors, at every afterstate of ``boards``."""
         first = self.first
         blocks = first.blocks()
-        num_lines, k, d = blocks.shape
-        e = boards.shape[0]
-        pre = first(boards).view(e, num_lines, 1, d)
+        num_lines, k, d = blocks.shape[-3:]
+        lead = boards.shape[:-1]  # (E,), or (K, E) for K stacked networks (ttt.nets.runs)
+        pre = first(boards).view(*lead, num_lines, 1, d)
         act = torch.tanh(pre)
-        z = nxt(act.reshape(e, num_lines * d))  # (E, H): the next layer at the board itself
-        w_next = nxt.weight.view(-1, num_lines, d).permute(1, 2, 0)  # (L, D, H)
+        z = nxt(act.reshape(*lead, num_lines * d))  # (E, H): the next layer at the board itself
+        w_next = nxt.weight.view(*nxt.weight.shape[:-1], num_lines, d).movedim(-3, -1)  # (L, D, H)
         # an own piece at position j of line l adds weight[l, j] to that line's detectors
-        delta = torch.tanh(pre + blocks.unsqueeze(0)) - act  # (E, L, k, D)
-        delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next).reshape(e, num_lines * k, z.shape[1])
-        z_after = z.unsqueeze(1).repeat(1, first.num_cells, 1)  # (E, cells, H)
-        z_after.index_add_(1, first.lines.reshape(-1), delta_z)
+        delta = torch.tanh(pre + blocks.unsqueeze(-4)) - act  # (E, L, k, D)
+        if first.stacked:  # (K, E, L, k, H): one batched product of every network's and line's blocks
+            runs = delta.shape[0]
+            delta_z = torch.bmm(delta.transpose(1, 2).reshape(runs * num_lines, -1, d),
+                                w_next.reshape(runs * num_lines, d, -1)).view(runs, num_lines, *lead[1:], k, -1)
+            delta_z = delta_z.movedim(1, -3)
+        else:
+            delta_z = torch.einsum("elkd,ldh->elkh", delta, w_next)
+        z_after = z.unsqueeze(-2).repeat(*(1,) * len(lead), first.num_cells, 1)  # (E, cells, H)
+        z_after.index_add_(-2, first.lines.reshape(-1), delta_z.reshape(*lead, num_lines * k, z.shape[-1]))
         return z_after
 
 

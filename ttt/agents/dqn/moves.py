@@ -83,11 +83,20 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float, rng, xp=NUMPY):
     numpy actions and a numpy ``rng`` by default; with ``xp`` a device's arrays, tensors there and a
     ``torch.Generator``.
     """
+    return epsilon_greedy_parts(values, [(slice(None), epsilon, rng)], xp)
+
+
+def epsilon_greedy_parts(values: torch.Tensor, parts, xp=NUMPY):
+    """``epsilon_greedy`` of each part of the rows, the argmax of every row taken at once: ``parts`` are
+    ``(rows, epsilon, rng)``, ``rows`` a slice (the games of one run), each part drawing from its own
+    ``rng`` as ``epsilon_greedy`` of its rows alone would."""
     values = xp.from_tensor(values)
     actions = values.argmax(1)
-    if epsilon > 0:
-        explore = xp.random(rng, len(actions)) < epsilon
-        if explore.any():
-            actions[explore] = random_legal_actions(values[explore] > float("-inf"), rng)
+    for rows, epsilon, rng in parts:
+        mine = actions[rows]  # a view: writing into it writes the actions
+        if epsilon > 0:
+            explore = xp.random(rng, len(mine)) < epsilon
+            if explore.any():
+                mine[explore] = random_legal_actions(values[rows][explore] > float("-inf"), rng)
     return actions
 

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ttt.games.arrays import arrays_of
+from ttt.nets.runs import parameter_stacks
 
 
 @dataclass
@@ -111,6 +112,15 @@ def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str, reduction: str 
     return F.mse_loss(pred, target, reduction=reduction)
 
 
+def steps_stacks(settings, nets) -> bool:
+    """Whether ``make_optimizer`` of ``nets`` steps their stacked parameters (``ttt.nets.runs.
+    stack_parameters``) rather than each network's: plain SGD at one rate for all, where a step of a stack
+    is each network's own step, and a zero gradient (a network without examples) no step at all."""
+    schedule = settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
+    return isinstance(nets, list) and len(nets) > 1 and settings.optimizer == "sgd" and not schedule \
+        and parameter_stacks(nets) is not None
+
+
 def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> torch.optim.Optimizer:
     """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
     set (> 0). Given several networks (runs side by side), one optimiser over all of them: every
@@ -130,8 +140,14 @@ def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> t
     schedule = settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
     if many and not schedule:
         kinds = [[[p for mine in kinds for p in mine[j]] for j in range(len(lrs))]]
+    stacked = steps_stacks(settings, nets)
+    if stacked:  # the stacks themselves, grouped as one network's parameters are
+        stacks = dict(zip((name for name, _ in nets[0].named_parameters()), parameter_stacks(nets), strict=True))
+        kinds = [[[stacks[name] for name, p in nets[0].named_parameters() if any(p is q for q in group)]
+                  for group in kinds[0]]]
     params = [{"params": group, "lr": lr} for mine in kinds for group, lr in zip(mine, lrs, strict=True)]
-    foreach = True if many else None  # several networks: each update in a few kernels
+    # several networks: each update in a few kernels (their stacks: a few tensors, one kernel each)
+    foreach = (not stacked) if many else None
     if settings.optimizer == "sgd":
         return torch.optim.SGD(params, lr=settings.lr, foreach=foreach)
     return torch.optim.Adam(params, lr=settings.lr, foreach=foreach)

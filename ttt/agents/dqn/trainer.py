@@ -23,7 +23,7 @@ import torch
 from ttt.agents.dqn import curriculum
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
-from ttt.agents.dqn.moves import epsilon_greedy, move_scores
+from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
 from ttt.agents.dqn.td import (
     Targets,
@@ -31,6 +31,7 @@ from ttt.agents.dqn.td import (
     final_targets,
     lambda_targets,
     make_optimizer,
+    steps_stacks,
     td0_targets,
     td_loss,
 )
@@ -41,7 +42,7 @@ from ttt.games import BatchedGames, Game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import Rules
 from ttt.games.threats import MoveTactics, move_tactics
-from ttt.nets.runs import RowNets, move_stacked_grads, stack_parameters
+from ttt.nets.runs import RowNets, add_grads_to_stacks, move_stacked_grads, stack_parameters
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer
 
@@ -249,9 +250,10 @@ class Trainer:
             # the learners among them choose by the network (all of them unless the opponents' moves are trained)
             mine = xp.flatnonzero(learner[lrn]) if settings.learn_opponent_moves else None
             rows, scores = (lrn, order) if mine is None else (lrn[mine], order[mine])
-            for r, at in self.each_run(rows):
-                chosen[rows[at]] = epsilon_greedy(scores[at], epsilon_at(settings, int(self.run_episodes[r])),
-                                                  self.rngs[r], xp)
+            parts = [(at, epsilon_at(settings, int(self.run_episodes[r])), self.rngs[r])
+                     for r, at in self.each_run(rows)]
+            if parts:  # each run's epsilon-greedy choice, from its own stream
+                chosen[rows] = epsilon_greedy_parts(scores, parts, xp)
             others = ~learner if self._live is None else ~learner & self._live
             curriculum.opponent_moves(self, xp.flatnonzero(others), chosen)
         new_value = bootstrap_values(values, chosen[lrn], xp)
@@ -379,7 +381,9 @@ class Trainer:
                 loss = loss + settings.rank_weight * rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
-        if self.k > 1:
+        if steps_stacks(settings, self.nets):  # the optimiser steps the stacks: the rank pairs' gradients to them
+            add_grads_to_stacks(self.nets, stepping)
+        elif self.k > 1:
             move_stacked_grads(self.nets, stepping)
         for r in stepping:
             scale = lr_scale_at(settings, int(self.run_episodes[r]))
