@@ -330,9 +330,14 @@ def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts
              for g in browser.find_elements(By.CSS_SELECTOR, ".cell3d")
              if g.find_elements(By.CSS_SELECTOR, "text.val")}
     assert {c: float(t) for c, t in texts.items()} == values
-    corner = browser.find_element(By.CSS_SELECTOR, '.cell3d[data-cell="0"]')
-    webdriver.ActionChains(browser, duration=0).move_to_element(corner).perform()
-    browser.save_screenshot(str(artifacts / "qubic_hint_3d.png"))
+    browser.set_window_size(1100, 900)  # the whole view and the panel, lines' legend included
+    try:
+        corner = browser.find_element(By.CSS_SELECTOR, '.cell3d[data-cell="0"]')
+        webdriver.ActionChains(browser, duration=0).move_to_element(corner).perform()
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#lines-info li")) == 7
+        browser.save_screenshot(str(artifacts / "qubic_hint_3d.png"))
+    finally:
+        browser.set_window_size(*WINDOW)
     browser.find_element(By.ID, "view3d").click()
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"
               and not re.search(r"status of 4\d\d", e["message"])]  # the refusals asked for above
