@@ -95,14 +95,17 @@ def start(driver, url: str, board: str, x: str, o: str) -> None:
     driver.get(url)
     wait = waiting(driver)
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cell"))  # the default game is drawn
+    default = driver.find_element(By.ID, "board-area").get_attribute("data-game")
     driver.execute_script("document.getElementById('board').value = arguments[0];", board)
     for seat, spec in (("seat-x", x), ("seat-o", o)):
         field = driver.find_element(By.ID, seat)
         field.clear()
         field.send_keys(spec)
     driver.find_element(By.ID, "new").click()
-    wait.until(lambda d: moves_shown(d) == 0 and "X to move" in d.find_element(By.ID, "status").text
-               and d.find_element(By.ID, "board-area").get_attribute("data-board") == board)
+    area = driver.find_element(By.ID, "board-area")
+    wait.until(lambda d: area.get_attribute("data-game") != default)  # the new game is drawn
+    assert area.get_attribute("data-board") == board and moves_shown(driver) == 0
+    assert "X to move" in driver.find_element(By.ID, "status").text
 
 
 def show_3d(driver) -> None:
