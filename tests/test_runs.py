@@ -119,7 +119,9 @@ def _hydra_train(monkeypatch, *overrides: str) -> int:
     def main(cfg) -> None:  # ttt.train's main, with its configs found from here
         run_cli(train, cfg)
 
-    monkeypatch.setattr(sys, "argv", ["ttt.train", *overrides])
+    # Hydra's logging left out: its dictConfig would close the handlers that earlier tests left on
+    # pytest's captured streams
+    monkeypatch.setattr(sys, "argv", ["ttt.train", *overrides, "hydra/job_logging=none", "hydra/hydra_logging=none"])
     try:
         main()
     except SystemExit as e:

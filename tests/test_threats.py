@@ -189,3 +189,21 @@ def test_threat_depths_in_slices_equal_one_pass(monkeypatch):
     assert (whole > 1).any()  # chains longer than one threat occur
     monkeypatch.setattr(threats, "THREAT_ROWS", 7)
     np.testing.assert_array_equal(threats.threat_depths(boards, players, legal, game, depth=3), whole)
+
+
+@pytest.mark.parametrize("torch_arrays", [False, True])
+def test_tactics_of_no_games_are_empty_on_either_array_library(torch_arrays):
+    """A ply may ask for the tactics of no games (a side-by-side run whose learners have no game to move):
+    empty answers of the right shape, with numpy and with the torch arrays of ``device=cuda``'s code path."""
+    import torch
+
+    game = make_game("4x4x4")
+    board = np.zeros((0, game.num_cells), dtype=np.int8)
+    to_play = np.ones(0, dtype=np.int8)
+    legal = board == 0
+    if torch_arrays:
+        board, to_play, legal = (torch.from_numpy(x) for x in (board, to_play, legal))
+    wins = completing_moves(board, to_play, legal, game)
+    assert tuple(wins.shape) == (0, game.num_cells)
+    t = move_tactics(board, to_play, legal, game)
+    assert tuple(t.loss.shape) == (0, game.num_cells)

@@ -209,7 +209,7 @@ class TorchArrays:
 
     def mark_line_cells(self, ready, which, lines, num_cells: int):
         b = ready.shape[0]
-        hit = (which & ready[:, :, None]).reshape(b, -1).to(self.torch.float32)
+        hit = (which & ready[:, :, None]).reshape(b, lines.numel()).to(self.torch.float32)  # b may be 0
         out = self.torch.zeros((b, num_cells), dtype=self.torch.float32, device=self.device)
         out.scatter_add_(1, lines.reshape(1, -1).expand(b, -1), hit)  # counts, exact in float32; no host round trip
         return out > 0
