@@ -23,16 +23,14 @@ Nothing written is lost: checkpoints and ``final_eval.json`` are written atomica
 I/O error) stops the run with one line (``ttt.cli.OutputError``, exit code 1): what failed, which
 file, which checkpoint is safe on disk, and the command that resumes.
 
-The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same
-for per-game and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
-``train/episodes_per_sec`` and a progress line; every ``eval_every`` episodes an evaluation and
-a checkpoint; a checkpoint also every ``checkpoint_every`` episodes and after
-``checkpoint_minutes`` without one. The checkpoint of an evaluation is written before it. Ctrl-C
-or SIGTERM finishes the current step, saves, prints where the checkpoint is and how to resume, and
-stops with ``ttt.cli.Interrupted`` (exit code 130); during an evaluation, whose checkpoint is
-already saved, it stops at once; a second Ctrl-C stops at once. The first and last lines of a
-run say where its outputs are; ``train.log`` in the run folder holds every line, progress lines
-included.
+The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same for
+per-game and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
+``train/episodes_per_sec`` and a progress line; every ``eval_every`` episodes a checkpoint, then an
+evaluation; a checkpoint also every ``checkpoint_every`` episodes and after ``checkpoint_minutes``
+without one. Ctrl-C or SIGTERM finishes the current step, saves, prints where the checkpoint is and
+how to resume, and stops with ``ttt.cli.Interrupted`` (exit code 130); during an evaluation, whose
+checkpoint is already saved, it stops at once, as a second Ctrl-C does. The first and last lines of a
+run say where its outputs are; ``train.log`` in the run folder holds every line.
 
 TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episodes_per_sec`` tags):
 
@@ -46,7 +44,10 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
                                          ``fork``, ``block_fork``) by the player without its
                                          move-selection rules (the network alone); boards with suites
                                          only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
-``eval/values/...``                      the network alone's values (openings; exact: 3x3, 4x4; ``ttt.value_quality``)
+``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share
+                                         taken), ``miss_value``, ``forced`` (how many; ``ttt.defence``)
+``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won
+                                         against lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
