@@ -21,13 +21,16 @@ format=md     one Markdown row per setting (the default); with a column of the b
               of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.defence``) when
               the runs log it
 format=csv    the same as CSV (``block_rate_mean``, ``block_rate_sd``: empty where not logged)
-format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean
-              and every test point (``ttt.curves.runs_csv``), and one more row per defence tag the run
-              logs (``eval/defence/block_rate``, ``miss_value``; the ``tag`` column says which); the file
-              to commit, which this script and ``python -m ttt.plot`` read back as they read the folder
+format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean,
+              ``block_rate`` (the run's last point of ``eval/defence/block_rate``, empty where not
+              logged) and every test point (``ttt.curves.runs_csv``), and one more row per defence tag
+              the run logs (``eval/defence/block_rate``, ``miss_value``; the ``tag`` column says which);
+              the file to commit, which this script and ``python -m ttt.plot`` read back as they read
+              the folder
 format=paper  the paper's table on Score Four: its 10 rows (network x regime) with the paper's
               figures, this project's (rows grouped by network, regime, biases and protocol), and
-              whether each lies inside the paper's mean +- 2 sd
+              whether each lies inside the paper's mean +- 2 sd; a block-rate column as format=md's
+              when the runs log it
 format=fidelity  the batching-fidelity table: per network, regime and biases, each protocol's score
               (online; batched B=.. lr=..) at the training games of at=50000,100000,200000 (mean +-
               sd over seeds), and each batched protocol's difference from online with its 95% Welch
@@ -44,10 +47,19 @@ import statistics
 import sys
 from pathlib import Path
 
-from ttt.curves import RunLog, find_runs, group_runs, match_runs, parse_where, runs_csv, short_labels, t975
+from ttt.curves import (
+    BLOCK_RATE,  # the share of forced blocks taken (ttt.defence), beside the score
+    RunLog,
+    find_runs,
+    group_runs,
+    match_runs,
+    parse_where,
+    runs_csv,
+    short_labels,
+    t975,
+)
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
-BLOCK_TAG = "eval/defence/block_rate"  # the share of forced blocks taken (ttt.defence), beside the score
 FORMATS = ("md", "csv", "runs", "paper", "fidelity")
 DEFAULT_AT = "50000,100000,200000"
 
@@ -79,7 +91,7 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
     """One row per group of runs that log ``tag``: group (label), trials (n), points (fewest points of
     a run), peak (mean, sd) in percent, end (mean, sd) in percent or None when a run has fewer than
     ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown),
-    block_rate (mean, sd) in percent of each run's mean ``BLOCK_TAG`` over its last ``last`` points, or
+    block_rate (mean, sd) in percent of each run's mean ``BLOCK_RATE`` over its last ``last`` points, or
     None unless every run of the group has that many.
     ``groups`` replaces the grouping by setting (``ttt.curves.group_runs`` of the runs under ``root``)."""
     if last < 1:
@@ -100,7 +112,7 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
             end = (statistics.fmean(ends), _sd(ends))
         else:
             note = f"fewer than {last} points ({points})"
-        rates = [r.curves[BLOCK_TAG].values for r in runs if len(r.curves.get(BLOCK_TAG, ())) >= last]
+        rates = [r.curves[BLOCK_RATE].values for r in runs if len(r.curves.get(BLOCK_RATE, ())) >= last]
         block = None
         if len(rates) == len(runs):
             ends = [100 * statistics.fmean(c[-last:].tolist()) for c in rates]
@@ -188,13 +200,17 @@ def unfinished(runs: list[RunLog], tag: str) -> tuple[int, int]:
 def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST) -> str:
     """The paper's 10 rows with this project's figures beside them (Markdown, percent): one row per
     (network, regime, biases, protocol) the runs hold, and an empty row for a paper row none holds;
-    the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end). Runs that
-    have not reached their ``episodes=N`` get no end figure, and their peak verdict says "so far"."""
+    the verdict says whether the mean here lies inside the paper's mean +- 2 sd (peak / end). When runs
+    log ``BLOCK_RATE``, a last column gives each row's block rate over the same last points (``summarize``;
+    n/a where its runs do not log it). Runs that have not reached their ``episodes=N`` get no end figure
+    and no block rate, and their peak verdict says "so far"."""
     groups = by_paper_key(runs, tag)
     summary = dict(zip(groups, summarize(Path(), tag, last, {str(k): v for k, v in groups.items()}), strict=True))
+    block = any(row["block_rate"] for row in summary.values())  # a column only when runs log the defence tags
     lines = [f"| network | regime | biases | protocol | paper peak | paper end (last 40) | peak here | "
-             f"end here (last {last}) | points | n | inside paper ± 2 sd (peak / end) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"end here (last {last}) | points | n | inside paper ± 2 sd (peak / end) |"
+             + (f" block rate here (last {last}) % |" if block else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if block else "")]
     order = list(PAPER) + sorted({k[:2] for k in groups} - set(PAPER))
     for net, regime in order:
         paper = PAPER.get((net, regime))
@@ -204,16 +220,17 @@ def paper_table(runs: list[RunLog], tag: str = DEFAULT_TAG, last: int = DEFAULT_
             cells = [f"{NETWORK_NAMES.get(net, net)} (`{net}`)", REGIME_NAMES.get(regime, regime), key[2], key[3],
                      *([f"{p[0]:.1f} ± {p[1]:.1f}" for p in paper] if paper else ["", ""])]
             if row is None:
-                cells += ["", "", "", "", ""]
+                cells += ["", "", "", "", ""] + ([""] if block else [])
             else:
                 reached, planned = unfinished(groups[key], tag)
                 end = _pm(row["end"]) or f"n/a: {row['note']}"
                 peak_verdict = _inside(row["peak"], paper[0]) if paper else ""
                 if planned:  # the end window of a run that has not ended is no end figure
-                    end, row = f"n/a: at {reached:,} of {planned:,} games", {**row, "end": None}
+                    end, row = f"n/a: at {reached:,} of {planned:,} games", {**row, "end": None, "block_rate": None}
                     peak_verdict += " so far" if paper else ""
                 verdict = f"{peak_verdict} / {_inside(row['end'], paper[1])}" if paper else ""
                 cells += [_pm(row["peak"]), end, str(row["points"]), str(row["trials"]), verdict]
+                cells += [_pm(row["block_rate"]) or "n/a"] if block else []
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

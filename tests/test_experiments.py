@@ -122,6 +122,50 @@ def test_the_block_rate_goes_into_the_tables_the_csv_of_runs_and_the_defence_fig
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def log_block_rates(run: Path, rates: list[float], every: int) -> None:
+    """``eval/defence/block_rate`` at the run's test points (``every`` games apart, from 0 or ``every``)."""
+    first = every if (run / ".hydra" / "hydra.yaml").is_file() else 0  # grid_run's points start at ``every``
+    with SummaryWriter(str(run / "tb")) as w:
+        for k, rate in enumerate(rates):
+            w.add_scalar("eval/defence/block_rate", rate, first + k * every)
+
+
+def test_the_csv_of_runs_gives_each_run_its_last_block_rate_and_reads_back_with_or_without_it(tmp_path, summarize,
+                                                                                              capsys):
+    import csv
+
+    fake_run(tmp_path, "0", ["network=a", "seed=0"], [0.5, 0.9, 0.8])
+    log_block_rates(tmp_path / "0", [0.2, 0.6, 0.4], 100)
+    fake_run(tmp_path, "1", ["network=a", "seed=1"], [0.7, 0.8, 0.8])
+    log_block_rates(tmp_path / "1", [0.1, 0.3, 0.25], 100)
+    fake_run(tmp_path, "b", ["network=b", "seed=0"], [0.4, 0.5])  # logs no defence
+    summarize.main([str(tmp_path), "last=2", "format=runs"])
+    text = capsys.readouterr().out
+    rows = list(csv.DictReader(text.splitlines()))
+    # the last point (0.4, not the peak 0.6 or the mean of the last 2), on every row of its run; empty for b
+    assert [(r["dir"], r["tag"], r["block_rate"]) for r in rows] == [
+        ("0", "eval/benchmark/score", "0.4000"), ("0", "eval/defence/block_rate", "0.4000"),
+        ("1", "eval/benchmark/score", "0.2500"), ("1", "eval/defence/block_rate", "0.2500"),
+        ("b", "eval/benchmark/score", "")]
+    summarize.main([str(tmp_path), "last=2"])
+    from_folder = capsys.readouterr().out
+    # the summary still means the last 2 points: (60 + 40) / 2 = 50 and (30 + 25) / 2 = 27.5 -> 38.8 +- 15.9
+    assert from_folder.splitlines()[2].endswith("| 38.8 ± 15.9 |")
+    table = list(csv.reader(text.splitlines()))
+    col = table[0].index("block_rate")
+    assert table[0][col - 1] == "dir" and table[0][col + 1] == "0"  # between the folder and the test points
+    for name, drop in (("runs.csv", None), ("before.csv", col)):  # a table written before the column reads the same
+        lines = [",".join(x for i, x in enumerate(row) if i != drop) for row in table]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        summarize.main([str(tmp_path / name), "last=2"])
+        assert capsys.readouterr().out == from_folder
+    table[1][col] = "high"
+    (tmp_path / "bad.csv").write_text("\n".join(",".join(row) for row in table) + "\n")
+    with pytest.raises(SystemExit) as err:
+        summarize.main([str(tmp_path / "bad.csv")])
+    assert str(err.value).startswith(f"summarize: {tmp_path / 'bad.csv'}: a malformed row of the table of runs")
+
+
 def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
     rows = [dict(group="network=a", seeds=[0, 1, 1]), dict(group="network=b", seeds=[0, None])]
     assert summarize.duplicate_seeds(rows) == ["summarize: warning: network=a: seed 1 appears more than once"]
@@ -264,6 +308,34 @@ def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_ga
               line and "self-play" in line]
     # peak 30 lies in the paper's 31.2 +- 2 x 6.2; no end figure at 30,000 of 200,000 games
     assert row.endswith("| 30.0 ± 0.0 | n/a: at 30,000 of 200,000 games | 3 | 2 | yes so far / n/a |")
+
+
+def test_paper_table_gives_a_block_rate_column_where_the_runs_log_it(tmp_path, summarize, capsys):
+    from ttt.curves import find_runs
+
+    grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
+    grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
+    log_block_rates(tmp_path / "a0", [0.2, 0.5, 0.7], 10000)
+    log_block_rates(tmp_path / "a1", [0.1, 0.4, 0.4], 10000)
+    grid_run(tmp_path, "b0", "mlp_small", "self_play", 0, [0.10, 0.30])  # logs no defence
+    lines = summarize.paper_table(find_runs(tmp_path), last=2).splitlines()
+    assert lines[0].endswith("| inside paper ± 2 sd (peak / end) | block rate here (last 2) % |")
+    assert lines[1] == "|---" * 12 + "|"
+    # the last 2 points: (50 + 70) / 2 = 60 and (40 + 40) / 2 = 40 -> 50.0 +- 14.1
+    (deep,) = [line for line in lines if "`structured_deep`" in line and "vs benchmark" in line]
+    assert deep.endswith("| 98.5 ± 0.7 | 97.5 ± 0.7 | 3 | 2 | yes / yes | 50.0 ± 14.1 |")
+    (small,) = [line for line in lines if "`mlp_small`" in line and "self-play" in line]
+    assert small.endswith("| 30.0 ± 0.0 | 20.0 ± 0.0 | 2 | 1 | yes / yes | n/a |")
+    empty = next(line for line in lines if "`mlp_wide`" in line and "self-play" in line)
+    assert empty.endswith("|  |  |  |  |  |  |") and empty.count("|") == 13
+    for run in ("a0", "a1"):  # not at its planned games: no end figure, and no block rate over that window
+        overrides = tmp_path / run / ".hydra" / "overrides.yaml"
+        overrides.write_text(overrides.read_text() + "- episodes=200000\n")
+    (deep,) = [line for line in summarize.paper_table(find_runs(tmp_path), last=2).splitlines()
+               if "`structured_deep`" in line and "vs benchmark" in line]
+    assert deep.endswith("| n/a: at 30,000 of 200,000 games | 3 | 2 | yes so far / n/a | n/a |")
+    summarize.main([str(tmp_path / "b0"), "last=2", "format=paper"])  # no run logs it: no column
+    assert "block rate" not in capsys.readouterr().out
 
 
 def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize):

@@ -214,21 +214,26 @@ def find_runs(root: str | Path) -> list[RunLog]:
 
 
 # ------------------------------------------------------------------------------------ runs as CSV
-#: the columns of ``runs_csv`` before the test points (one column per training-game count)
-RUN_COLUMNS = ("setting", *FACTS, "game", "seed", "tag", "points", "peak", "end_last", "end_mean", "dir")
+#: the share of forced blocks a learner took in its evaluation games (``ttt.defence``)
+BLOCK_RATE = "eval/defence/block_rate"
+#: the columns of ``runs_csv`` before the test points (one column per training-game count); a table
+#: written before its last column, ``block_rate`` (docs/paper_grid.csv), is read all the same
+RUN_COLUMNS = ("setting", *FACTS, "game", "seed", "tag", "points", "peak", "end_last", "end_mean", "dir",
+               "block_rate")
 #: the tags ``runs_csv`` writes beside the table's own, for the runs that log them: defence (``ttt.defence``)
-BESIDE = ("eval/defence/block_rate", "eval/defence/miss_value")
+BESIDE = (BLOCK_RATE, "eval/defence/miss_value")
 
 
 def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | None = None,
              beside: Sequence[str] = BESIDE) -> str:
     """One CSV row per run that logs ``tag``, and one more per tag of ``beside`` it logs too (the
     ``tag`` column says which): its setting, ``run_facts``, seed, the number of test points, the peak,
-    the mean of the last ``last`` points (empty when it has fewer), its folder, and every test point
-    in a column named by its training games (empty where a run has no point there). Folders are
-    written relative to ``root`` when they lie under it. Values are as logged (scores and rates are
-    fractions). ``read_runs_csv`` reads it back, so tables and figures can be built from a committed
-    file as from the run folders."""
+    the mean of the last ``last`` points (empty when it has fewer), its folder, the run's block rate at
+    its last evaluation (``BLOCK_RATE``; on every row of the run, empty when it does not log it), and
+    every test point in a column named by its training games (empty where a run has no point there).
+    Folders are written relative to ``root`` when they lie under it. Values are as logged (scores and
+    rates are fractions). ``read_runs_csv`` reads it back, so tables and figures can be built from a
+    committed file as from the run folders."""
     import csv
     import io
 
@@ -244,9 +249,11 @@ def runs_csv(runs: Sequence[RunLog], tag: str, last: int, root: str | Path | Non
         c = r.curves[t]
         at = dict(zip(c.steps.tolist(), c.values.tolist(), strict=True))
         end = f"{float(np.mean(c.values[-last:])):.4f}" if len(c) >= last else ""
+        block = r.curves.get(BLOCK_RATE)
         w.writerow([",".join(r.setting), *(r.facts.get(k, "") for k in FACTS),
                     r.game or "", "" if r.seed is None else r.seed, t, len(c), f"{float(c.values.max()):.4f}",
-                    last, end, _relative(r.dir, root), *("" if s not in at else f"{at[s]:.4f}" for s in steps)])
+                    last, end, _relative(r.dir, root), f"{float(block.values[-1]):.4f}" if block else "",
+                    *("" if s not in at else f"{at[s]:.4f}" for s in steps)])
     return out.getvalue()
 
 
@@ -261,21 +268,25 @@ def _relative(path: Path, root: str | Path | None) -> str:
 
 def read_runs_csv(path: str | Path) -> list[RunLog]:
     """The runs of a CSV file ``runs_csv`` wrote, each with the curves its rows hold (the rows of one
-    run: the same folder, seed and setting); ``ValueError`` naming the file when it is not such a file."""
+    run: the same folder, seed and setting; the ``block_rate`` column repeats the last point of its
+    ``BLOCK_RATE`` row); ``ValueError`` naming the file when it is not such a file."""
     import csv
 
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
-    if not rows or tuple(rows[0][: len(RUN_COLUMNS)]) != RUN_COLUMNS:
+    head = rows[0] if rows else []
+    fixed = next((len(c) for c in (RUN_COLUMNS, RUN_COLUMNS[:-1]) if tuple(head[: len(c)]) == c), None)
+    if fixed is None:
         raise ValueError(f"{path}: not a table of runs (its header must start with {','.join(RUN_COLUMNS)})")
-    head = rows[0]
     try:
-        steps = [int(s) for s in head[len(RUN_COLUMNS):]]
+        steps = [int(s) for s in head[fixed:]]
         runs: dict[tuple[str, str, str], RunLog] = {}
         for row in rows[1:]:
             cell = dict(zip(head, row, strict=True))
-            points = [(s, float(v)) for s, v in zip(steps, row[len(RUN_COLUMNS):], strict=True) if v != ""]
+            if cell.get("block_rate"):
+                float(cell["block_rate"])  # a number, or the row is malformed
+            points = [(s, float(v)) for s, v in zip(steps, row[fixed:], strict=True) if v != ""]
             curve = Curve(np.array([s for s, _ in points], dtype=np.int64), np.array([v for _, v in points]))
             key = (cell["dir"], cell["seed"], cell["setting"])
             if key not in runs:
