@@ -453,11 +453,61 @@ def turned_off(own: dict[str, object], own_groups: dict[str, str], parent: dict[
     return keys + groups
 
 
-def test_dqn_444_extends_no_experiment_and_names_every_setting_it_changes():
-    extends, groups = own_defaults("dqn_444")
+@pytest.mark.parametrize("name", ["dqn_444", "dqn_444_plain"])
+def test_dqn_444_and_the_plain_learner_extend_no_experiment_and_name_every_setting_they_change(name):
+    extends, groups = own_defaults(name)
     assert extends == []
     # one file is enough to read it: the defaults under its groups with its own values on top
-    assert compose_config(["+experiment=dqn_444"]) == {**base_config(groups), **own_values("dqn_444")}
+    assert compose_config([f"+experiment={name}"]) == {**base_config(groups), **own_values(name)}
+
+
+#: what dqn_444 adds to the plain learner (dqn_444_plain), key by key: (dqn_444's value, the plain learner's)
+INGREDIENTS = {
+    # the rules in move selection
+    "agent.exact_wins": (True, False), "agent.exact_losses": (True, False), "agent.play_forks": (True, False),
+    "agent.play_threats": (3, 0),
+    # the rank pairs of the rules, on a rank head (fork_defence_labels is read only with rule_labels)
+    "agent.rank_labels": (512, 0), "agent.rank_forced": (True, False), "agent.rank_moves": (8, 0),
+    "agent.rank_moves_wins": (False, True), "agent.rank_weight": (0.5, 1.0), "agent.rank_head": (True, False),
+    "agent.fork_defence_labels": (16, 0),
+    # the outcome as the value head's target instead of TD(0)'s
+    "agent.td_lambda": (1.0, 0.0),
+}
+
+
+def test_dqn_444_plain_is_the_plain_learner_and_differs_from_dqn_444_in_those_ingredients_alone():
+    plain, main = compose_config(["+experiment=dqn_444_plain"]), compose_config(["+experiment=dqn_444"])
+    a = {k.removeprefix("agent."): v for k, v in plain.items() if k.startswith("agent.")}
+    # no rules in move selection, neither in training moves nor in the trained player: the network alone
+    assert [k for k in ("exact_wins", "exact_losses", "exact_forks", "play_forks", "play_threats") if a[k]] == []
+    # no labels, no rank pairs, no second head
+    labels = ("rule_labels", "random_labels", "search_labels", "search_backup", "rank_labels", "rank_head")
+    assert [k for k in labels if a[k]] == []
+    # online TD(0) with the Huber loss, the learning network valuing its own choice, its own afterstates only
+    assert (a["td_lambda"], a["loss"], a["target_every"], a["learn_opponent_moves"]) == (0.0, "huber", 0, False)
+    # random for 5,000 games, then frozen copies of itself re-taken every 500 games: no other player trains it
+    assert (a["opponent"], a["switch_episode"], a["opponent_after"], a["refresh_every"], a["frozen_pool"],
+            a["benchmark_fraction"]) == ("random", 5000, "frozen", 500, 1, 0.0)
+    assert {k: (v, plain[k]) for k, v in main.items() if plain[k] != v} == INGREDIENTS
+
+
+def test_dqn_444_plain_trains_a_player_that_is_its_network_alone(compose_train, tmp_path):
+    from dataclasses import replace
+
+    import torch
+
+    from ttt.agents.dqn import Config, training_rules
+    from ttt.games.exact import NO_RULES, Rules
+    from ttt.train import train
+
+    cfg = compose_train(["+experiment=dqn_444_plain", "episodes=8", "num_envs=4", "eval_every=0",
+                         "eval_opponents=[random]", "eval_games=2", "agent.final_eval_games=2", "eval_tactics=false",
+                         "agent.switch_episode=4", "agent.refresh_every=2"])
+    train(cfg)
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    rules = Rules(**payload["rules"])
+    assert rules == replace(NO_RULES, gamma=0.97) and "rank_head" not in payload  # the trained player's
+    assert training_rules(Config(**cfg.agent)) == rules  # and the training moves'
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
