@@ -14,6 +14,7 @@ import torch
 from ttt.agents import load_player
 from ttt.agents.alphazero import (
     AlphaZeroPlayer,
+    NetworkEvaluator,
     ReplayBuffer,
     apply_symmetries,
     run_search,
@@ -24,7 +25,7 @@ from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.nets.policy_value import PolicyValueNet
 from ttt.players import make_player
-from ttt.players.tree import PUCT, Node, backup, puct_scores
+from ttt.players.tree import PUCT, Node, backup, expand, puct_scores, simulate
 from ttt.train import train
 
 
@@ -136,6 +137,54 @@ def test_network_shapes_structured_and_mlp():
     for kind in ("structured", "mlp"):
         logits, v = PolicyValueNet(game, kind, [32])(torch.zeros(5, 64))
         assert logits.shape == (5, 64) and v.shape == (5,) and (v.abs() <= 1).all()
+
+
+class PerLeafMaskEvaluator(NetworkEvaluator):
+    """The leaf evaluator as first written: the legal mask filled one leaf at a time, a tensor per leaf."""
+
+    @torch.no_grad()
+    def __call__(self, nodes, rng=None):
+        obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
+        signs = torch.as_tensor([float(n.to_play) for n in nodes])
+        obs = obs * signs[:, None]
+        legal = obs.new_zeros(obs.shape, dtype=torch.bool)
+        for i, n in enumerate(nodes):
+            legal[i, torch.as_tensor(n.actions)] = True
+        logits, v = self.net(obs)
+        probs = torch.softmax(logits.masked_fill(~legal, -1e9), dim=-1).numpy().astype(np.float64)
+        for i, n in enumerate(nodes):
+            n.prior = probs[i, n.actions]
+        return (v * signs).numpy().astype(np.float64)
+
+
+@pytest.mark.parametrize("name", ["3x3", "4x4x4", "4x4x4_gravity"])
+def test_one_mask_for_all_leaves_searches_as_the_per_leaf_mask(name):
+    """The evaluator's batched legal mask gives bit for bit the priors, values and visit counts of
+    the per-leaf mask, on roots of different depths (and on the gravity board, where an empty cell
+    can be illegal)."""
+    game = make_game(name)
+    torch.manual_seed(0)
+    net = PolicyValueNet(game, "mlp", [32]).eval()
+    rng = np.random.default_rng(0)
+    states = []
+    for plies in (0, 1, 2, 3, 4):  # no line can be complete yet
+        s = game.initial_state()
+        for _ in range(plies):
+            s = s.apply(int(rng.choice(s.legal_actions())))
+        states.append(s)
+    searched = []
+    for evaluator in (PerLeafMaskEvaluator(net), NetworkEvaluator(net)):
+        roots = [Node(s) for s in states]
+        expand(roots, evaluator)
+        simulate(roots, 30, PUCT(1.5), evaluator)
+        searched.append(roots)
+    for old, new in zip(*searched, strict=True):
+        np.testing.assert_array_equal(new.N, old.N)
+        np.testing.assert_array_equal(new.prior, old.prior)
+        np.testing.assert_array_equal(new.W, old.W)
+        assert new.N.sum() == 30 and math.isclose(new.prior.sum(), 1.0, rel_tol=1e-5)  # no mass off the legal moves
+    if game.gravity:  # the mask kept the unreachable empty cells out
+        assert len(searched[1][0].actions) < game.num_cells
 
 
 TINY = ["+experiment=alphazero_33", "episodes=20", "eval_every=10", "eval_games=4", "num_envs=10",

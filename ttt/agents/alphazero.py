@@ -108,9 +108,10 @@ class NetworkEvaluator:
         obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
         signs = torch.as_tensor([float(n.to_play) for n in nodes])
         obs = obs * signs[:, None]
-        legal = obs.new_zeros(obs.shape, dtype=torch.bool)
-        for i, n in enumerate(nodes):
-            legal[i, torch.as_tensor(n.actions)] = True
+        legal = np.zeros(obs.shape, dtype=bool)  # one scatter for all the leaves, not a tensor per leaf
+        rows = np.repeat(np.arange(len(nodes)), [len(n.moves) for n in nodes])
+        legal[rows, np.concatenate([n.actions for n in nodes])] = True
+        legal = torch.from_numpy(legal)
         device = module_device(self.net)  # one batch to the network's device and back
         logits, v = self.net(obs.to(device))
         probs = torch.softmax(logits.masked_fill(~legal.to(device), -1e9), dim=-1).cpu().numpy().astype(np.float64)
