@@ -259,6 +259,37 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
     assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)
 
 
+def _selfplay_cost():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "alphazero_selfplay_cost.py"
+    spec = importlib.util.spec_from_file_location("alphazero_selfplay_cost", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_selfplay_cost_counts_simulations_batches_and_profile_parts():
+    cost = _selfplay_cost()
+    (row,) = cost.measure(games=2, repeats=1, seed=0, experiment="alphazero_444")
+    assert row["simulations"] == 32 * row["moves"] and row["moves"] >= 2 * 7  # no Qubic game ends before move 7
+    assert len(row["batches"]) == row["calls"] and max(row["batches"]) == 2 and 0 < row["forward_share"] < 1
+    sp = "<module> (x.py:1);self_play (ttt/agents/alphazero.py:170);"
+    raw = "\n".join([
+        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:170);"
+        "NetworkEvaluator.__call__ (ttt/agents/alphazero.py:116);"
+        "Module._wrapped_call_impl (torch/nn/modules/module.py:1773) 3",
+        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:166);"
+        "Node.child (ttt/players/tree.py:74);State.apply (ttt/games/rules.py:276) 1",
+        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:165);"
+        "PUCT.__call__ (ttt/players/tree.py:131) 4",
+        "<module> (x.py:1);_find_and_load (<frozen importlib._bootstrap>:1176) 50"])  # not self-play: left out
+    shares = cost.share_of_parts(raw)
+    assert shares["network: forward pass (torch)"] == 0.375 and shares["tree: selection (PUCT)"] == 0.5
+    assert shares["engine (State.apply, legal_actions, BatchedGames)"] == 0.125
+    assert math.isclose(sum(shares.values()), 1)
+
+
 @pytest.mark.slow
 def test_alphazero_444_beats_random(compose_train):
     out = train(compose_train(["+experiment=alphazero_444"]))
