@@ -23,7 +23,7 @@ from ttt.agents.alphazero import (
 from ttt.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
-from ttt.nets.policy_value import PolicyValueNet
+from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net
 from ttt.players import make_player
 from ttt.players.tree import PUCT, Node, backup, expand, puct_scores, simulate
 from ttt.train import train
@@ -137,6 +137,21 @@ def test_network_shapes_structured_and_mlp():
     for kind in ("structured", "mlp"):
         logits, v = PolicyValueNet(game, kind, [32])(torch.zeros(5, 64))
         assert logits.shape == (5, 64) and v.shape == (5,) and (v.abs() <= 1).all()
+
+
+def test_the_network_config_reaches_the_body_whole():
+    """Every key ``build_body`` reads (tied orbits, the dense forward pass too) reaches AlphaZero's network,
+    as it reaches the value network's: 4x4x4's 76 lines fall in 4 orbits under its 192 symmetries (the
+    main diagonals, and three orbits of 24: tests/test_symmetry.py)."""
+    game = make_game("4x4x4")
+    plain = build_policy_value_net(game, {"kind": "structured", "hidden": [8], "detectors": 2})
+    tied = build_policy_value_net(game, {"kind": "structured", "hidden": [8], "detectors": 2, "tie_orbits": True,
+                                         "dense_forward": True})
+    first = tied.trunk[0]
+    assert not plain.trunk[0].tied and not plain.trunk[0].dense
+    assert first.tied and first.dense and tuple(first.shared_weight.shape) == (4, 4, 2)
+    saved = sum(p.numel() for p in plain.parameters()) - sum(p.numel() for p in tied.parameters())
+    assert saved == (76 - 4) * (4 * 2 + 2)  # the blocks and biases of the lines that share their orbit's
 
 
 class PerLeafMaskEvaluator(NetworkEvaluator):

@@ -18,9 +18,10 @@ class PolicyValueNet(nn.Module):
     """
 
     def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
-                 detectors: int = 4, bias: bool = True) -> None:
+                 detectors: int = 4, bias: bool = True, tie_orbits: bool = False, dense_forward: bool = False) -> None:
         super().__init__()
-        network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias}
+        network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias,
+                   "tie_orbits": tie_orbits, "dense_forward": dense_forward}
         first, layers, width = build_body(network, game, xavier=False)
         self.trunk = nn.Sequential(first, nn.Tanh(), *layers)
         self.policy = nn.Linear(width, game.num_cells)  # heads keep their biases: priors and values need offsets
@@ -32,6 +33,8 @@ class PolicyValueNet(nn.Module):
 
 
 def build_policy_value_net(game: Game, network: dict) -> PolicyValueNet:
-    """The network a ``network`` config (kind, hidden, detectors, bias) describes, for ``game``."""
+    """The network a ``network`` config (kind, hidden, detectors, bias, tie_orbits, dense_forward: the keys
+    of ``build_body``) describes, for ``game``."""
     return PolicyValueNet(game, str(network["kind"]), list(network["hidden"]), int(network.get("detectors", 4)),
-                          bool(network.get("bias", True)))
+                          bool(network.get("bias", True)), bool(network.get("tie_orbits", False)),
+                          bool(network.get("dense_forward", False)))
