@@ -93,8 +93,10 @@ class StructuredLayer(nn.Module):
 
     def biases(self) -> torch.Tensor | None:
         """(L*D,) biases of the units, or None without biases."""
-        if self.orbits is None or self.shared_bias is None:
-            return self.bias if self.orbits is None else None
+        if self.orbits is None:
+            return self.bias
+        if self.shared_bias is None:
+            return None
         bias = self.shared_bias[..., self.orbits, :]
         return bias.reshape(*bias.shape[:-2], -1)
 
@@ -138,8 +140,11 @@ class StructuredLayer(nn.Module):
         block entry copied to its one place (entries never share one)."""
         blocks = self.blocks()
         num_lines, k, d = blocks.shape[1:]
-        unit = torch.arange(num_lines * d, device=blocks.device).view(num_lines, 1, d)
-        at = (unit * self.num_cells + self.lines.unsqueeze(-1)).reshape(-1)  # entry (l, j, d) -> its place
+        at = getattr(self, "_stacked_at", None)  # entry (l, j, d) -> its place, worked out once
+        if at is None or at.device != blocks.device:
+            with torch.inference_mode(False):  # a normal tensor, which autograd may save, wherever it is made
+                unit = torch.arange(num_lines * d, device=blocks.device).view(num_lines, 1, d)
+                at = self._stacked_at = (unit * self.num_cells + self.lines.unsqueeze(-1)).reshape(-1)
         size = num_lines * d * self.num_cells
         dense = blocks.new_zeros(blocks.shape[0], size).index_copy_(1, at, blocks.reshape(blocks.shape[0], -1))
         return dense.view(-1, num_lines * d, self.num_cells)

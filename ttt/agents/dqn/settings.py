@@ -101,10 +101,15 @@ def training_rules(settings: Config) -> Rules:
                  float(settings.gamma))
 
 
+def lr_schedule(settings: Config) -> bool:
+    """Whether the learning rates fall (``lr_final`` and ``lr_decay_episodes`` both set, ``lr`` > 0)."""
+    return settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
+
+
 def lr_scale_at(settings: Config, episode: int) -> float:
     """The factor on every learning rate after ``episode`` training games: 1 falling linearly to
-    ``lr_final / lr`` over ``lr_decay_episodes`` (1 throughout when either is 0)."""
-    if settings.lr_final <= 0 or settings.lr_decay_episodes <= 0 or settings.lr <= 0:
+    ``lr_final / lr`` over ``lr_decay_episodes`` (1 throughout without a schedule, ``lr_schedule``)."""
+    if not lr_schedule(settings):
         return 1.0
     frac = min(episode / settings.lr_decay_episodes, 1.0)
     return float(1.0 + frac * (settings.lr_final / settings.lr - 1.0))

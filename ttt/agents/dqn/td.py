@@ -30,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ttt.agents.dqn.settings import lr_schedule
 from ttt.games.arrays import arrays_of
 from ttt.nets.runs import parameter_stacks
 
@@ -116,8 +117,7 @@ def steps_stacks(settings, nets) -> bool:
     """Whether ``make_optimizer`` of ``nets`` steps their stacked parameters (``ttt.nets.runs.
     stack_parameters``) rather than each network's: plain SGD at one rate for all, where a step of a stack
     is each network's own step, and a zero gradient (a network without examples) no step at all."""
-    schedule = settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
-    return isinstance(nets, list) and len(nets) > 1 and settings.optimizer == "sgd" and not schedule \
+    return isinstance(nets, list) and len(nets) > 1 and settings.optimizer == "sgd" and not lr_schedule(settings) \
         and parameter_stacks(nets) is not None
 
 
@@ -137,8 +137,7 @@ def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> t
         else:
             kinds.append([list(net.parameters())])
     lrs = [settings.first_lr, settings.lr] if settings.first_lr > 0 else [settings.lr]
-    schedule = settings.lr_final > 0 and settings.lr_decay_episodes > 0 and settings.lr > 0
-    if many and not schedule:
+    if many and not lr_schedule(settings):
         kinds = [[[p for mine in kinds for p in mine[j]] for j in range(len(lrs))]]
     stacked = steps_stacks(settings, nets)
     if stacked:  # the stacks themselves, grouped as one network's parameters are

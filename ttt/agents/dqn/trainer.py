@@ -99,9 +99,9 @@ class Trainer:
         if k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
             stack_parameters(self.nets)
         self.optimizer = make_optimizer(settings, self.nets[0] if k == 1 else self.nets)
+        self.on_stacks = steps_stacks(settings, self.nets)  # the optimiser holds the stacks (plain SGD)
         self.groups = len(make_optimizer(settings, self.nets[0]).param_groups)  # param groups of one run
-        # one group per kind of parameter for all runs, unless the rates follow each run's own schedule
-        self.merged = len(self.optimizer.param_groups) == self.groups
+        self.merged = len(self.optimizer.param_groups) == self.groups  # one group per kind, unless each run's schedule
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
         self.pools: list[list[ValueNet]] = [[] for _ in range(k)]  # per run: frozen copies, oldest first
         # the target networks (target_every > 0): what the TD(0) bootstrap values the chosen move with
@@ -381,7 +381,7 @@ class Trainer:
                 loss = loss + settings.rank_weight * rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
-        if steps_stacks(settings, self.nets):  # the optimiser steps the stacks: the rank pairs' gradients to them
+        if self.on_stacks:  # the optimiser steps the stacks: the rank pairs' gradients to them
             add_grads_to_stacks(self.nets, stepping)
         elif self.k > 1:
             move_stacked_grads(self.nets, stepping)
