@@ -211,3 +211,39 @@ def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, ca
     main([str(table), "panels=regime", "where=bias:true", f"output={out}"])
     assert "6 runs in 3 settings" in capsys.readouterr().out
     assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 10_000
+
+
+def test_score_panels_of_score_four_runs_draw_the_papers_end_figures_as_dashed_lines(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from ttt import plot as plot_module
+    from ttt.curves import PAPER, RunLog, paper_end
+
+    curve = {"eval/benchmark/score": Curve(np.array([10, 20]), np.array([0.1, 0.2]))}
+    unsafe = {"eval/benchmark:safe=false/score": Curve(np.array([10, 20]), np.array([0.3, 0.4]))}
+
+    def run(net, regime, seed, game="4x4x4_gravity", curves=curve, extra=()):
+        return RunLog(tmp_path / f"{net}{regime}{seed}{extra}", (f"network={net}", f"regime={regime}", *extra), True,
+                      seed, game, curves, {"network": net, "regime": regime, "bias": "true", "protocol": "online"})
+
+    deep, small = run("structured_deep", "benchmark", 0), run("structured_small", "self_play", 0)
+    assert paper_end(deep, "eval/benchmark/score") == pytest.approx(0.973) == PAPER[("structured_deep",
+                                                                                       "benchmark")][1][0] / 100
+    assert paper_end(small, "eval/benchmark/score") == pytest.approx(0.294)
+    assert paper_end(deep, "eval/random/score") is None
+    assert paper_end(run("structured_deep", "benchmark", 0, game="4x4x4"), "eval/benchmark/score") is None
+    assert paper_end(run("mine", "benchmark", 0), "eval/benchmark/score") is None
+    drawn = []
+    real = plot_module._draw_reference
+
+    def spy(ax, runs, tag, color):
+        real(ax, runs, tag, color)
+        drawn.append(sorted(round(line.get_ydata()[0], 3) for line in ax.get_lines() if line.get_linestyle() == "--"))
+
+    monkeypatch.setattr(plot_module, "_draw_reference", spy)
+    groups = {"a": [deep], "b": [small], "c": [run("structured_deep", "benchmark", 0, curves=unsafe, extra=("u",))]}
+    plot_module.plot_curves(groups, [("eval/benchmark/score", "eval/benchmark:safe=false/score")],
+                            tmp_path / "f.png")
+    # one dashed line per network and regime in the panel: the third setting shares the first's
+    assert drawn[-1] == [0.294, 0.973] and len(drawn) == 3
+    with pytest.raises(plot_module.PlotError, match="no run logs"):
+        plot_module.plot_curves(groups, [("eval/x/score",)], tmp_path / "g.png")

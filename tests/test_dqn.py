@@ -950,3 +950,29 @@ def test_td_lambda_traces_resume_mid_game_exactly():
     np.testing.assert_array_equal(other.trace_obs, t.trace_obs)
     continue_identically(t, other, 20)
     assert t.episodes > 4
+
+
+def test_reply_targets_train_the_chosen_afterstate_toward_the_opponents_best_reply():
+    # 3x3, self-play: X 0, O 3, X 1, O 4. O threatens 5; X plays 8 and leaves it: O's best reply wins (+1 to O
+    # by the exact-wins rule), so X's afterstate is trained toward exactly -1, beside its TD(0) target
+    from ttt.agents.dqn.labels import reply_targets
+
+    t = make_trainer(opponent="self_play", opponent_after="self_play", reply_targets=True)
+    plain = make_trainer(opponent="self_play", opponent_after="self_play")
+    for cell in (0, 3, 1):
+        batch, base = t.step(np.array([cell])), plain.step(np.array([cell]))
+        extra = batch.obs[len(base.obs):]
+        assert len(extra) == 1  # the mover's new afterstate, none of them terminal
+        np.testing.assert_allclose(batch.targets[len(base.obs):], reply_targets(t.net, extra, t.game, GAMMA, t.rules),
+                                   rtol=1e-6)
+    t.step(np.array([4]))
+    plain.step(np.array([4]))
+    batch, base = t.step(np.array([8])), plain.step(np.array([8]))
+    np.testing.assert_array_equal(batch.obs[:len(base.obs)], base.obs)
+    x_after = np.zeros(9, np.float32)
+    x_after[[0, 1, 8]], x_after[[3, 4]] = 1, -1
+    np.testing.assert_array_equal(batch.obs[len(base.obs):], x_after[None])
+    assert batch.targets[len(base.obs):].tolist() == [-1.0]
+    # a move that ends the game has no reply to search
+    batch, base = t.step(np.array([5])), plain.step(np.array([5]))
+    assert len(batch.obs) == len(base.obs)

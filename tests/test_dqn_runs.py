@@ -101,6 +101,11 @@ def _same_moves(board, network, agent, num_envs, episodes, seeds=(4, 5, 6), alon
     ("3x3", {"kind": "structured", "detectors": 2, "hidden": [8], "bias": True, "tie_orbits": True},
      Config(optimizer="sgd", lr=0.05, first_lr=0.1, opponent="random", opponent_after="frozen", switch_episode=30,
             refresh_every=20, rank_labels=8, rank_moves=2, rank_head=True), 2, 80),
+    # the defence study's arms: the playable plane, sigmoid hidden units, one-ply reply targets, and the
+    # benchmark player without its "not under a win" step
+    ("4x4x4_gravity", {**PAPER_NET, "bias": True, "playable": True, "activation": "sigmoid"},
+     Config(**PAPER, opponent="benchmark", opponent_after="benchmark", reply_targets=True, benchmark_safe=False),
+     2, 20),
 ])
 def test_each_run_side_by_side_makes_the_moves_of_its_seed_alone(board, network, agent, num_envs, episodes):
     slow_board = board == "4x4x4_gravity"
@@ -187,7 +192,8 @@ def test_a_run_side_by_side_resumes_exactly_from_its_checkpoint(tmp_path):
 
 @pytest.mark.parametrize("network", [PAPER_NET, {**PAPER_NET, "bias": True, "hidden": [8, 5]},
                                      {**PAPER_NET, "bias": True, "tie_orbits": True},
-                                     {**PAPER_NET, "dense_forward": True}, MLP])
+                                     {**PAPER_NET, "dense_forward": True}, MLP,
+                                     {**PAPER_NET, "playable": True, "activation": "sigmoid", "bias": True}])
 @pytest.mark.parametrize("rank_head", [False, True])
 def test_row_nets_value_each_row_by_its_own_network_with_its_own_gradients(network, rank_head):
     game = make_game("3x3")

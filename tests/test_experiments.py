@@ -206,6 +206,37 @@ def test_paper_grid_is_5_networks_by_2_regimes_with_3_seeds_side_by_side_through
     assert slurm[-1] == "hydra.launcher.partition=cpu" and "seeds=10" in slurm
 
 
+def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(compose_train):
+    import os
+    import subprocess
+
+    done = subprocess.run(["bash", str(SCRIPT.parent / "defence_study.sh")], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHON": "echo"})
+    assert done.returncode == 0, done.stderr
+    (cmd,) = [line.split() for line in done.stdout.splitlines()]
+    arms = "grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets," \
+           "playable_reply_targets"
+    assert {"-m", "hydra/launcher=joblib", "+experiment=dqn_444_gravity_vs_benchmark", f"+defence={arms}",
+            "num_envs=64", "agent.lr=0.04", "seeds=3", "episodes=200000", "eval_every=10000", "eval_games=1000",
+            "hydra.sweep.dir=runs/paper/defence"} <= set(cmd)
+    assert sorted(p.stem for p in Path("configs/defence").glob("*.yaml")) == sorted(arms.split(","))
+    # what each arm changes from the grid's setting (arm a), as composed
+    base = compose_train(["+experiment=dqn_444_gravity_vs_benchmark", "+defence=grid"])
+    changed = {}
+    for arm in arms.split(","):
+        cfg = compose_train(["+experiment=dqn_444_gravity_vs_benchmark", f"+defence={arm}"])
+        changed[arm] = sorted(f"{group}.{key}" for group in ("game", "network", "agent") for key in cfg[group]
+                              if cfg[group][key] != base[group][key])
+        if cfg.eval_opponents != base.eval_opponents:
+            changed[arm].append("eval_opponents")
+    assert changed == {"grid": [], "exact_losses": ["agent.exact_losses"], "free_placement": ["game.name"],
+                       "playable": ["network.playable"], "sigmoid_no_bias": ["network.activation", "network.bias"],
+                       "unsafe_benchmark": ["agent.benchmark_safe", "eval_opponents"],
+                       "reply_targets": ["agent.reply_targets"],
+                       "playable_reply_targets": ["agent.reply_targets", "network.playable"]}
+    assert base.network.bias and base.agent.opponent == base.agent.opponent_after == "benchmark"
+
+
 def test_paper_bias_runs_compare_the_vs_benchmark_row_without_and_with_biases():
     (cmd,) = _grid_commands("bias")
     assert {"+experiment=dqn_444_gravity_vs_benchmark", "network=structured_deep", "network.bias=false,true",

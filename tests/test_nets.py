@@ -203,3 +203,63 @@ def test_tied_detectors_see_symmetric_boards_alike_on_a_line():
         image = torch.zeros(64)
         image[torch.as_tensor(oriented[m][:3])] = torch.tensor([1.0, -1.0, 1.0])
         torch.testing.assert_close(net.first(image[None]).view(76, 4)[m], units[0])
+
+
+def test_the_playable_plane_is_the_cells_a_move_can_take_now():
+    # Score Four: cell = layer * 16 + row * 4 + col. Pieces on 0 and 16 (a column two high) and on 5:
+    # playable are the empty bottom cells, 32 above 16 and 21 above 5, and nothing else
+    game = make_game("4x4x4_gravity")
+    net = build_value_net(network_cfg("structured_deep", playable=True), game)
+    board = torch.zeros(2, 64)
+    board[0, [0, 16]], board[0, 5] = 1.0, -1.0
+    plane = net.first.inputs(board)[:, 64:]
+    assert set(torch.nonzero(plane[0]).flatten().tolist()) == set(range(16)) - {0, 5} | {32, 21}
+    assert set(torch.nonzero(plane[1]).flatten().tolist()) == set(range(16))
+    # without gravity the plane is the empty cells
+    free = build_value_net(network_cfg("structured_deep", playable=True), make_game("4x4x4"))
+    assert torch.equal(free.first.inputs(board)[:, 64:], (board == 0).float())
+
+
+def test_the_playable_plane_doubles_each_line_block():
+    # each of the 76 lines' 4 detectors sees 8 inputs: 76 * 8 * 4 = 2,432 weights in place of 1,216
+    net = build_value_net(network_cfg("structured_deep", playable=True), make_game("4x4x4_gravity"))
+    assert net.first.weight.shape == (76, 8, 4)
+    assert count_parameters(net) == 10_976 + 76 * 4 * 4
+    with pytest.raises(ValueError, match="needs network.kind=structured"):
+        build_value_net(network_cfg("mlp_deep", playable=True), make_game("4x4x4_gravity"))
+
+
+@pytest.mark.parametrize("changes", [{"playable": True, "bias": True}, {"activation": "sigmoid"},
+                                     {"playable": True, "activation": "sigmoid", "dense_forward": True}])
+@pytest.mark.parametrize("board", ["4x4x4_gravity", "4x4x4"])
+def test_afterstate_values_match_forward_with_the_playable_plane_and_sigmoid_units(changes, board):
+    # a move changes the playable flags of its cell and the one above it: afterstate_values must see that
+    from ttt.games import BatchedGames, random_legal_actions
+
+    game = make_game(board)
+    torch.manual_seed(0)
+    net = build_value_net(network_cfg("structured_deep", **changes), game)
+    games, rng = BatchedGames(game, 6), np.random.default_rng(0)
+    for _ in range(11):
+        games.play(random_legal_actions(games.legal_mask(), rng))
+    boards = torch.as_tensor(games.board * games.to_play[:, None], dtype=torch.float32)
+    legal = torch.as_tensor(games.legal_mask())
+    fast = net.afterstate_values(boards, legal)
+    e, cell = torch.nonzero(legal, as_tuple=True)
+    after = boards[e].clone()
+    after[torch.arange(len(e)), cell] = 1.0
+    with torch.no_grad():
+        torch.testing.assert_close(fast[e, cell], net(after), rtol=0, atol=1e-5)
+    assert torch.isinf(fast[~legal]).all()
+
+
+def test_sigmoid_hidden_units_are_an_option():
+    net = build_value_net(network_cfg("structured_deep", activation="sigmoid"), make_game("4x4x4"))
+    assert [type(m).__name__ for m in net.rest] == ["Linear", "Sigmoid", "Linear", "Tanh"]  # the value unit: Tanh
+    x = torch.zeros(1, 64)
+    x[0, 5] = 1.0
+    h = torch.sigmoid(net.first(x))
+    with torch.no_grad():
+        assert float(net(x)) == pytest.approx(float(torch.tanh(net.rest[3 - 1](torch.sigmoid(net.rest[0](h))))))
+    with pytest.raises(ValueError, match="network.activation='relu'"):
+        build_value_net(network_cfg("structured_deep", activation="relu"), make_game("4x4x4"))

@@ -292,3 +292,23 @@ def test_benchmark_vs_random_matches_facts(board):
     n = 2000
     r = play_match(g, make_player("benchmark", g), make_player("random", g), n, seed=11, seats="first")
     assert close(r.first.win_rate, n, REFERENCE_BENCHMARK[board], 1000), r.summary()
+
+
+def test_the_benchmark_player_without_its_safe_step_plays_under_the_opponents_win():
+    # Score Four, X to move: O's three 28, 29, 30 on layer 1 wins at 31, which rests on the empty 15.
+    # X has no win and O no playable one, so the third step decides: playing 15 lifts 31 into O's reach
+    from ttt.games import BatchedGames
+    from ttt.players.fixed import BenchmarkPlayer
+
+    game = make_game("4x4x4_gravity")
+    games = BatchedGames(game, 1)
+    games.board[0, [12, 14, 0, 5]], games.board[0, [13, 29, 28, 30]] = 1, -1
+    games.num_moves[0] = 8
+    legal = set(np.flatnonzero(games.legal_mask()[0]).tolist())
+    assert 15 in legal
+    safe = set(np.flatnonzero(BenchmarkPlayer(game).choices(games)[0]).tolist())
+    assert safe == legal - {15}
+    assert set(np.flatnonzero(BenchmarkPlayer(game, safe=False).choices(games)[0]).tolist()) == legal
+    from ttt.specs import load_agents
+
+    assert load_agents(["benchmark:safe=false"], game.name)[1][0][1].safe is False

@@ -37,7 +37,11 @@ class NetworkConfig:
     ``hidden`` fully connected Tanh layers; ``mlp``: ``hidden`` fully connected Tanh layers.
     ``tie_orbits`` (structured): lines that a symmetry of the board maps onto each other share their
     detectors' weights. ``dense_forward`` (structured): the line layer's forward pass as one matrix
-    product with its zero-padded weight (faster on a CPU; the same sums, other rounding)."""
+    product with its zero-padded weight (faster on a CPU; the same sums, other rounding).
+    ``activation``: the hidden units' function, ``tanh`` or ``sigmoid`` (the value unit stays a Tanh).
+    ``playable`` (structured): each line's detectors also see, for each of its cells, whether a move
+    can be played there now (an input plane computed from the board; on a gravity board the cells
+    whose cell below is filled)."""
 
     kind: str = "structured"
     detectors: int = 4
@@ -45,6 +49,8 @@ class NetworkConfig:
     bias: bool = False
     tie_orbits: bool = False
     dense_forward: bool = False
+    activation: str = "tanh"
+    playable: bool = False
 
 
 @dataclass

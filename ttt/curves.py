@@ -89,6 +89,33 @@ class RunLog:
         return sorted(self.curves)
 
 
+#: the paper's results (van de Steeg, Drugan and Wiering 2015, Score Four; ``paper_end`` reads them): score
+#: against the benchmark player in %, (peak, mean of the last 40 of 100 test points), each (mean, sd) over 10 trials
+PAPER = {
+    ("structured_small", "self_play"): ((50.6, 4.9), (29.4, 8.8)),
+    ("structured_deep", "self_play"): ((65.9, 5.0), (52.7, 6.8)),
+    ("mlp_small", "self_play"): ((31.2, 6.2), (20.2, 4.3)),
+    ("mlp_deep", "self_play"): ((38.2, 5.4), (24.8, 4.9)),
+    ("mlp_wide", "self_play"): ((54.1, 5.5), (36.1, 7.1)),
+    ("structured_small", "benchmark"): ((94.3, 3.1), (90.7, 2.4)),
+    ("structured_deep", "benchmark"): ((98.7, 0.3), (97.3, 0.8)),
+    ("mlp_small", "benchmark"): ((93.3, 1.8), (90.4, 1.5)),
+    ("mlp_deep", "benchmark"): ((98.1, 0.5), (96.2, 1.0)),
+    ("mlp_wide", "benchmark"): ((96.8, 0.8), (94.4, 1.5)),
+}
+NETWORK_NAMES = {"structured_small": "small structured", "structured_deep": "deep structured",
+                 "mlp_small": "small unstructured", "mlp_deep": "deep unstructured", "mlp_wide": "wide unstructured"}
+
+
+def paper_end(run: RunLog, tag: str) -> float | None:
+    """The paper's end figure (a score in [0, 1]) for a run's curve of ``tag``: its network and regime
+    on Score Four, against the benchmark player; None where the paper has none."""
+    if tag != "eval/benchmark/score" or run.game not in (None, "4x4x4_gravity"):
+        return None
+    row = PAPER.get((run.facts.get("network"), run.facts.get("regime")))
+    return None if row is None else row[1][0] / 100
+
+
 #: what a run is named by (``run_facts``), in the order the CSV of runs and the tables write them
 FACTS = ("network", "regime", "bias", "protocol")
 

@@ -17,10 +17,12 @@ Arguments (``key=value`` after ``DIR``):
                      3x3: centre, corner, edge
 ``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
                      per setting and opponent
-``figure=defence``   three panels, one line per setting: the first tag of ``tags`` (the score against
-                     the benchmark player), ``eval/defence/block_rate`` (the share of forced blocks
-                     taken in the evaluation games) and ``eval/defence/miss_value`` (the network's
-                     value of the missed ones; exact -1), ``ttt.defence``
+``figure=defence``   three panels, one line per setting: the score against the benchmark player (the
+                     first tag of ``tags`` that the setting logs: ``tags=[eval/benchmark/score,
+                     eval/benchmark:safe=false/score]`` takes the second for runs tested against
+                     that), ``eval/defence/block_rate`` (the share of forced blocks taken in the
+                     evaluation games) and ``eval/defence/miss_value`` (the network's value of the
+                     missed ones; exact -1), ``ttt.defence``
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
 ``output=FIG.png``   where to write the figure (default ``DIR/<figure>.png``)
@@ -32,6 +34,9 @@ Arguments (``key=value`` after ``DIR``):
 ``panels=KEY``       with ``figure=curves`` and one tag: one panel per value of that fact (e.g.
                      ``panels=regime``), each setting's line named by the facts that differ, in one
                      colour in every panel
+
+A panel of ``eval/benchmark/score`` of Score Four runs draws the paper's end figure for each network
+and regime drawn (its mean of the last 40 test points) as a dashed line in that setting's colour.
 
 Needs matplotlib (``pip install -e '.[plot]'``); draws with the Agg backend, no display needed.
 """
@@ -47,6 +52,7 @@ import numpy as np
 from ttt.cli import plain_help, run_cli, write_with_fallback
 from ttt.curves import (
     FACTS,
+    NETWORK_NAMES,
     Band,
     RunLog,
     eval_tag,
@@ -54,6 +60,7 @@ from ttt.curves import (
     group_runs,
     match_runs,
     mean_band,
+    paper_end,
     parse_where,
     short_labels,
 )
@@ -122,7 +129,7 @@ def _band(runs: list[RunLog], tag: str) -> Band | None:
     return mean_band(curves) if curves else None
 
 
-def _draw_band(ax, band: Band, label: str, color=None, bounds: tuple[float, float] | None = None) -> None:
+def _draw_band(ax, band: Band, label: str, color=None, bounds: tuple[float, float] | None = None) -> str:
     """The mean as a line (with markers when there are few points), the 95% band shaded; ``bounds``
     clips the band to the range the quantity can take (rates and scores: [0, 1])."""
     n = int(band.n.max())
@@ -133,6 +140,20 @@ def _draw_band(ax, band: Band, label: str, color=None, bounds: tuple[float, floa
         if bounds is not None:
             low, high = np.clip(low, *bounds), np.clip(high, *bounds)
         ax.fill_between(band.steps, low, high, color=line.get_color(), alpha=0.15, lw=0)
+    return line.get_color()
+
+
+def _draw_reference(ax, runs: list[RunLog], tag: str, color) -> None:
+    """The paper's end figure for these runs' network and regime (``paper_end``), a dashed line in
+    their colour, drawn once per panel and figure."""
+    end = paper_end(runs[0], tag)
+    drawn = ax.__dict__.setdefault("_ttt_references", set())
+    if end is None or end in drawn:
+        return
+    drawn.add(end)
+    facts = runs[0].facts
+    name = f"{NETWORK_NAMES.get(facts.get('network'), facts.get('network'))}, {facts.get('regime')}"
+    ax.axhline(end, ls="--", lw=1, color=color, label=f"paper's end figure: {name}, {end:.1%}")
 
 
 def bounds_of(tag: str) -> tuple[float, float] | None:
@@ -196,10 +217,11 @@ def _finish(fig, axes, title: str, output: Path) -> Path:
         plt.close(fig)
 
 
-def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) -> Path:
-    """One panel per tag, one line per setting: the mean over seeds and its 95% band."""
+def plot_curves(groups: dict[str, list[RunLog]], tags: list, output: Path) -> Path:
+    """One panel per tag, one line per setting: the mean over seeds and its 95% band. A panel's tag may
+    be a tuple of alternatives: each setting draws the first of them that its runs log."""
     found = _all_tags(groups)
-    missing = [t for t in tags if t not in found]
+    missing = [t for t in tags if not ({t} if isinstance(t, str) else set(t)) & found]
     if missing:
         eval_tags = sorted(t for t in found if t.startswith("eval/") and t.count("/") == 2)
         raise PlotError(f"no run logs {', '.join(map(repr, missing))}; tags found include: {', '.join(eval_tags)}")
@@ -207,10 +229,11 @@ def plot_curves(groups: dict[str, list[RunLog]], tags: list[str], output: Path) 
     fig, axes = _figure(len(tags))
     for ax, tag in zip(axes, tags, strict=True):
         for label, runs in zip(labels, groups.values(), strict=True):
-            band = _band(runs, tag)
+            mine = tag if isinstance(tag, str) else next((t for t in tag if any(t in r.curves for r in runs)), tag[0])
+            band = _band(runs, mine)
             if band is not None:
-                _draw_band(ax, band, label, bounds=bounds_of(tag))
-        ax.set_ylabel(tag)
+                _draw_reference(ax, runs, mine, _draw_band(ax, band, label, bounds=bounds_of(mine)))
+        ax.set_ylabel(tag if isinstance(tag, str) else " or\n".join(tag))
     return _finish(fig, axes, common, output)
 
 
@@ -236,7 +259,7 @@ def plot_panels(groups: dict[str, list[RunLog]], tag: str, key: str, output: Pat
         for label, runs, f in zip(labels, groups.values(), facts, strict=True):
             band = _band(runs, tag) if f.get(key, "?") == value else None
             if band is not None:
-                _draw_band(ax, band, label, colors[label], bounds_of(tag))
+                _draw_reference(ax, runs, tag, _draw_band(ax, band, label, colors[label], bounds_of(tag)))
         ax.set_ylabel(tag)
         ax.set_title(f"{key}: {value}", fontsize=9)
         if bounds_of(tag):
@@ -319,7 +342,7 @@ def draw(groups: dict[str, list[RunLog]], figure: str, output: Path, tags: list[
     if figure == "outcomes":
         return plot_outcomes(groups, opponent, output)
     if figure == "defence":
-        return plot_curves(groups, [(tags or ["eval/benchmark/score"])[0], *DEFENCE], output)
+        return plot_curves(groups, [tuple(tags or ["eval/benchmark/score"]), *DEFENCE], output)
     raise PlotError(f"figure must be one of {', '.join(FIGURES)}, got {figure!r}")
 
 

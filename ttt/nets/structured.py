@@ -22,6 +22,9 @@ from torch.nn import functional as F
 
 from ttt.games.symmetry import line_orbits
 
+# the hidden units' functions (``network.activation``): the function and its module
+ACTIVATIONS = {"tanh": (torch.tanh, nn.Tanh), "sigmoid": (torch.sigmoid, nn.Sigmoid)}
+
 
 class StructuredLayer(nn.Module):
     """Line detectors: ``detectors`` units per line, each seeing only the cells of its line.
@@ -43,10 +46,16 @@ class StructuredLayer(nn.Module):
     ``stacked`` (set on the copy that ``ttt.nets.runs`` computes K networks with) takes parameters with a
     leading axis over K networks and (K, N, num_cells) boards: products and sums of the line cells for a
     few boards per network, else one batched product with ``stacked_dense_weight()``.
+
+    ``below`` (optional, (num_cells,) the cell below each cell, -1 on the floor: ``Game.below``) gives
+    the layer a second input plane, the playable cells (empty, and on the floor or above a filled
+    cell), computed from the board by ``inputs``: each line's block is then (2k x D), positions k..2k-1
+    seeing the playable flags of the line's cells. On a gravity board whether a line's empty cell can
+    be taken now depends on a cell outside the line; this plane shows it to the line's detectors.
     """
 
     def __init__(self, lines: torch.Tensor, num_cells: int, detectors: int = 4, bias: bool = False,
-                 orbits: torch.Tensor | None = None, dense: bool = False) -> None:
+                 orbits: torch.Tensor | None = None, dense: bool = False, below: torch.Tensor | None = None) -> None:
         super().__init__()
         self.dense = bool(dense)
         self.stacked = False  # set on the copy that computes K stacked networks at once (ttt.nets.runs)
@@ -57,6 +66,18 @@ class StructuredLayer(nn.Module):
             raise ValueError(f"line cells must lie in 0..{num_cells - 1}")
         self.num_cells = int(num_cells)
         self.detectors = int(detectors)
+        self.playable = below is not None
+        if self.playable:
+            below = torch.as_tensor(below, dtype=torch.long)
+            if below.shape != (num_cells,):
+                raise ValueError(f"below must have one entry per cell ({num_cells}), got shape {tuple(below.shape)}")
+            above = torch.full((num_cells,), -1, dtype=torch.long)
+            above[below[below >= 0]] = torch.nonzero(below >= 0).flatten()
+            # the cell below each cell in a board padded with one filled cell (index num_cells): the floor
+            self.register_buffer("below", torch.where(below < 0, num_cells, below), persistent=False)
+            self.register_buffer("above", above, persistent=False)
+            lines = torch.cat([lines, lines + num_cells], 1)  # positions k..2k-1: the cells' playable flags
+        self.num_inputs = self.num_cells * (2 if self.playable else 1)
         self.register_buffer("lines", lines.clone(), persistent=False)
         num_lines, k = lines.shape
         if orbits is None:
@@ -110,7 +131,27 @@ class StructuredLayer(nn.Module):
         if bias is not None:
             nn.init.zeros_(bias)
 
+    def inputs(self, boards: torch.Tensor) -> torch.Tensor:
+        """(..., cells) boards -> (..., 2 * cells): each board and its plane of playable cells."""
+        padded = torch.cat([boards, boards.new_ones(*boards.shape[:-1], 1)], -1)
+        playable = (boards == 0) & (padded[..., self.below] != 0)
+        return torch.cat([boards, playable.to(boards.dtype)], -1)
+
+    def move_columns(self) -> torch.Tensor:
+        """(..., cells, L*D): what placing an own piece on each cell adds to the pre-activations (a
+        column of ``dense_weight``; with the playable plane, also the flags of that cell and the one
+        above it changing), stacked networks along the leading axis."""
+        w = self.stacked_dense_weight() if self.stacked else self.dense_weight()  # (..., L*D, inputs)
+        n = self.num_cells
+        cols = w[..., :n]
+        if self.playable:
+            up = w[..., n + self.above.clamp(min=0)] * (self.above >= 0).to(w.dtype)
+            cols = cols - w[..., n:] + up
+        return cols.transpose(-1, -2)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.playable:
+            x = self.inputs(x)
         if self.dense:  # the same sums as one matrix product with the zero-padded weight (other rounding)
             return F.linear(x, self.dense_weight(), self.biases())
         if self.stacked:  # (K, N, cells) boards of K networks whose parameters are stacked (ttt.nets.runs)
@@ -130,10 +171,10 @@ class StructuredLayer(nn.Module):
         """The equivalent (L*D, num_cells) Linear weight, zero outside the blocks (differentiable)."""
         blocks = self.blocks()
         num_lines, k, d = blocks.shape
-        dense = blocks.new_zeros(num_lines, self.num_cells, d)
+        dense = blocks.new_zeros(num_lines, self.num_inputs, d)
         rows = torch.arange(num_lines, device=blocks.device)[:, None].expand(num_lines, k)
         dense = dense.index_put((rows, self.lines), blocks, accumulate=True)  # (L, cells, D)
-        return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_cells)
+        return dense.permute(0, 2, 1).reshape(num_lines * d, self.num_inputs)
 
     def stacked_dense_weight(self) -> torch.Tensor:
         """``dense_weight`` of K networks whose blocks are stacked, (K, L, k, D) -> (K, L*D, num_cells): each
@@ -144,16 +185,17 @@ class StructuredLayer(nn.Module):
         if at is None or at.device != blocks.device:
             with torch.inference_mode(False):  # a normal tensor, which autograd may save, wherever it is made
                 unit = torch.arange(num_lines * d, device=blocks.device).view(num_lines, 1, d)
-                at = self._stacked_at = (unit * self.num_cells + self.lines.unsqueeze(-1)).reshape(-1)
-        size = num_lines * d * self.num_cells
+                at = self._stacked_at = (unit * self.num_inputs + self.lines.unsqueeze(-1)).reshape(-1)
+        size = num_lines * d * self.num_inputs
         dense = blocks.new_zeros(blocks.shape[0], size).index_copy_(1, at, blocks.reshape(blocks.shape[0], -1))
-        return dense.view(-1, num_lines * d, self.num_cells)
+        return dense.view(-1, num_lines * d, self.num_inputs)
 
     def extra_repr(self) -> str:
         tied = f", tied in {int(self.orbits.max()) + 1} orbits" if self.tied else ""
         dense = ", dense forward" if self.dense else ""
+        playable = ", with the playable plane" if self.playable else ""
         return f"lines={self.num_lines}, line_length={self.lines.shape[1]}, detectors={self.detectors}, " \
-               f"bias={self.biases() is not None}{tied}{dense}"
+               f"bias={self.biases() is not None}{tied}{dense}{playable}"
 
 
 class ValueNet(nn.Module):
@@ -168,25 +210,27 @@ class ValueNet(nn.Module):
     move the values. Without it ``rank_logit`` is the value head's ``logit``.
     """
 
-    def __init__(self, first: nn.Module, rest: nn.Sequential, rank: nn.Linear | None = None) -> None:
+    def __init__(self, first: nn.Module, rest: nn.Sequential, rank: nn.Linear | None = None,
+                 activation: str = "tanh") -> None:
         super().__init__()
+        self.act = ACTIVATIONS[activation][0]  # the hidden units' function (``first`` is followed by it)
         self.first = first
         self.rest = rest
         self.rank = rank  # registered as a submodule only when given: the state_dict without it is unchanged
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) values."""
-        return self.rest(torch.tanh(self.first(x))).squeeze(-1)
+        return self.rest(self.act(self.first(x))).squeeze(-1)
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) inputs of the output unit's Tanh: ``forward(x) == tanh(logit(x))``."""
         if not isinstance(self.rest[-1], nn.Tanh):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
-        return self.rest[:-1](torch.tanh(self.first(x))).squeeze(-1)
+        return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N, width): what both heads read, the units below the value head."""
-        return self.rest[:-2](torch.tanh(self.first(x)))
+        return self.rest[:-2](self.act(self.first(x)))
 
     def rank_logit(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) scores that order afterstates: the rank head's output, or without
@@ -204,15 +248,23 @@ class ValueNet(nn.Module):
         first layer, only the detectors of the lines through a change, so the next layer's input
         changes by a sum over those lines (computed once per line and position).
         """
-        if isinstance(self.first, StructuredLayer):
+        if self._by_lines():
             return self._structured_afterstate_values(boards, legal)
         return self.rest(self._linear_after(boards)).squeeze(-1).masked_fill(~legal, float("-inf"))
 
+    def _by_lines(self) -> bool:
+        """Whether afterstates are valued line by line (``_structured_next``): a structured first layer
+        without the playable plane (a move there changes flags of lines that do not pass through it)."""
+        return isinstance(self.first, StructuredLayer) and not self.first.playable
+
     def _linear_after(self, boards: torch.Tensor) -> torch.Tensor:
-        """(E, cells, H): the Tanh of a Linear first layer at every afterstate of ``boards``, every cell
-        (a fixed shape; any leading axes, as for the stacked networks of runs side by side, ``ttt.nets.runs``)."""
+        """(E, cells, H): the hidden units after the first layer at every afterstate of ``boards``, every
+        cell (a fixed shape; any leading axes, as for the stacked networks of runs side by side,
+        ``ttt.nets.runs``): the board's pre-activation plus what each move adds (``move_columns``)."""
         base = self.first(boards)  # (E, H)
-        return torch.tanh(base.unsqueeze(-2) + self.first.weight.transpose(-1, -2).unsqueeze(-3))
+        cols = self.first.move_columns() if isinstance(self.first, StructuredLayer) \
+            else self.first.weight.transpose(-1, -2)
+        return self.act(base.unsqueeze(-2) + cols.unsqueeze(-3))
 
     def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
@@ -220,11 +272,11 @@ class ValueNet(nn.Module):
         trunk computed once; ``ranks`` is None without a rank head."""
         if self.rank is None:
             return self.afterstate_values(boards, legal), None
-        if isinstance(self.first, StructuredLayer) and len(self.rest) == 2:
+        if self._by_lines() and len(self.rest) == 2:
             # no hidden layer: the rank unit reads the line detectors, the same shortcut with its weights
             ranks = self._structured_next(boards, self.rank).squeeze(-1)
             return self._structured_afterstate_values(boards, legal), ranks.masked_fill(~legal, float("-inf"))
-        if isinstance(self.first, StructuredLayer):
+        if self._by_lines():
             h = self.rest[1:-2](self._structured_next(boards, self.rest[0]))  # (E, cells, width)
             values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
             return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
@@ -243,11 +295,11 @@ class ValueNet(nn.Module):
         num_lines, k, d = blocks.shape[-3:]
         lead = boards.shape[:-1]  # (E,), or (K, E) for K stacked networks (ttt.nets.runs)
         pre = first(boards).view(*lead, num_lines, 1, d)
-        act = torch.tanh(pre)
+        act = self.act(pre)
         z = nxt(act.reshape(*lead, num_lines * d))  # (E, H): the next layer at the board itself
         w_next = nxt.weight.view(*nxt.weight.shape[:-1], num_lines, d).movedim(-3, -1)  # (L, D, H)
         # an own piece at position j of line l adds weight[l, j] to that line's detectors
-        delta = torch.tanh(pre + blocks.unsqueeze(-4)) - act  # (E, L, k, D)
+        delta = self.act(pre + blocks.unsqueeze(-4)) - act  # (E, L, k, D)
         if first.stacked:  # (K, E, L, k, H): one batched product of every network's and line's blocks
             runs = delta.shape[0]
             delta_z = torch.bmm(delta.transpose(1, 2).reshape(runs * num_lines, -1, d),
@@ -277,13 +329,19 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     layer's), ``bias`` (default true), ``tie_orbits`` (default false: structured only; the lines of an
     orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``) and
     ``dense_forward`` (default false: structured only; the layer's forward pass as one matrix product
-    with its zero-padded weight, ``StructuredLayer``). ``first``
-    is linear in the board and is followed by a Tanh; ``layers`` are the Linear-Tanh pairs after it,
-    ``width`` the size of the last. Linear layers get Xavier-uniform weights and zero biases when
-    ``xavier``, else PyTorch's default initialisation.
+    with its zero-padded weight, ``StructuredLayer``), ``activation`` (default ``tanh``; or ``sigmoid``:
+    the hidden units' function, ``hidden_activation``) and ``playable`` (default false: structured only;
+    the line detectors also see which of their cells can be played now, ``StructuredLayer``'s ``below``).
+    ``first`` is linear in the board and is followed by the activation; ``layers`` are the
+    Linear-activation pairs after it, ``width`` the size of the last. Linear layers get Xavier-uniform
+    weights and zero biases when ``xavier``, else PyTorch's default initialisation.
     """
     kind, hidden = str(network["kind"]), [int(h) for h in network["hidden"]]
     bias = bool(network.get("bias", True))
+    activation = hidden_activation(network)
+    playable = bool(network.get("playable", False))
+    if playable and kind != "structured":
+        raise ValueError("network.playable=true needs network.kind=structured (its line detectors see the plane)")
 
     def linear(n_in: int, n_out: int) -> nn.Linear:
         return _xavier_linear(n_in, n_out, bias) if xavier else nn.Linear(n_in, n_out, bias=bias)
@@ -295,7 +353,8 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
             orbits, lines = line_orbits(game.lines, game.symmetries)
             orbits = torch.as_tensor(orbits)
         first: nn.Module = StructuredLayer(torch.tensor(lines), cells, int(network.get("detectors", 4)), bias, orbits,
-                                           bool(network.get("dense_forward", False)))
+                                           bool(network.get("dense_forward", False)),
+                                           torch.as_tensor(game.below) if playable else None)
         sizes = [first.out_features, *hidden]
     elif kind == "mlp":
         if not hidden:
@@ -306,8 +365,16 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
         raise ValueError(f"unknown network kind {kind!r}; choose 'structured' or 'mlp'")
     layers: list[nn.Module] = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-        layers += [linear(n_in, n_out), nn.Tanh()]
+        layers += [linear(n_in, n_out), ACTIVATIONS[activation][1]()]
     return first, layers, sizes[-1]
+
+
+def hidden_activation(network) -> str:
+    """The hidden units' function a ``network`` config names (``activation``, default ``tanh``)."""
+    name = str(network.get("activation", "tanh"))
+    if name not in ACTIVATIONS:
+        raise ValueError(f"network.activation={name!r}: choose one of {', '.join(ACTIVATIONS)}")
+    return name
 
 
 def build_value_net(network_cfg, game, rank_head: bool = False) -> ValueNet:
@@ -322,7 +389,7 @@ def build_value_net(network_cfg, game, rank_head: bool = False) -> ValueNet:
     out = _xavier_linear(width, 1, bias)
     # the rank head needs no bias: its scores are only compared (rank_loss sees differences), so one would not learn
     rank = _xavier_linear(width, 1, False) if rank_head else None
-    return ValueNet(first, nn.Sequential(*layers, out, nn.Tanh()), rank)
+    return ValueNet(first, nn.Sequential(*layers, out, nn.Tanh()), rank, hidden_activation(network_cfg))
 
 
 def count_parameters(module: nn.Module) -> int:

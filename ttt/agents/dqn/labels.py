@@ -199,6 +199,17 @@ def search_backup_targets(rows, views, legal, tactics: MoveTactics | None, net: 
     return Targets(after, reply_targets(net, after, game, gamma, rules), rows[e])
 
 
+def chosen_reply_targets(rows, after, done, net: ValueNet, game: Game, gamma: float, rules) -> Targets:
+    """The learners' new afterstates ``after`` (mover's view; games ``rows``, ``done`` whether the move
+    ended the game) that did not end their game, trained toward the network's value of the opponent's
+    best reply (``reply_targets``): the target of a one-ply search over the replies (TD-Leaf at depth
+    one), so an afterstate that leaves the opponent a win is trained toward -1 on the ply it is played,
+    not only through the TD(0) chain of the game that follows."""
+    xp = arrays_of(after)
+    keep = xp.flatnonzero(~done)
+    return Targets(after[keep], reply_targets(net, after[keep], game, gamma, rules), rows[keep])
+
+
 def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.ndarray:
     """Targets for afterstates ``after`` (N, cells; mover's view, +1 the mover, none of them terminal)
     from a search of the opponent's replies, valued by ``net`` with ``rules`` (exact wins, ...); the

@@ -20,9 +20,8 @@ import random
 import numpy as np
 import torch
 
-from ttt.agents.dqn import curriculum
+from ttt.agents.dqn import curriculum, labels
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
-from ttt.agents.dqn.labels import random_position_labels, rank_loss, rule_targets, search_backup_targets
 from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
 from ttt.agents.dqn.td import (
@@ -87,15 +86,8 @@ class Trainer:
         self.rules = training_rules(settings) if rules is None else rules
         self.device = device
         self.xp = xp = arrays_for(array_device(device))
-        nets = []
-        for r in range(k):
-            if net is None:
-                if seeds is not None:  # as a run of that seed alone initialises its network
-                    torch.manual_seed(int(seeds[r]))
-                nets.append(build_value_net(network_cfg, game, rank_head=settings.rank_head))
-            else:
-                nets.append(net)
-        self.nets = [n.to(torch_device(device)) for n in nets]
+        self.nets = [(self._new_net(network_cfg, None if seeds is None else seeds[r]) if net is None else net)
+                     .to(torch_device(device)) for r in range(k)]
         if k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
             stack_parameters(self.nets)
         self.optimizer = make_optimizer(settings, self.nets[0] if k == 1 else self.nets)
@@ -110,7 +102,7 @@ class Trainer:
         self.target_taken_at = np.zeros(k, dtype=np.int64)
         self.frozen_taken_at = np.full(k, -1, dtype=np.int64)
         self.frozen_refreshes = np.zeros(k, dtype=np.int64)
-        self.benchmark = BenchmarkPlayer(game)
+        self.benchmark = BenchmarkPlayer(game, settings.benchmark_safe)
         self.num_envs = b = int(num_envs)
         self.games = BatchedGames(game, k * b, xp.device)
         envs = xp.arange(k * b)
@@ -143,6 +135,11 @@ class Trainer:
         for r in range(k):
             curriculum.refresh_frozen(self, r)
             curriculum.draw_opponents(self, r, self.games_of(r), xp.zeros(b, "int64"))
+
+    def _new_net(self, network_cfg, seed: int | None) -> ValueNet:
+        if seed is not None:  # as a run of that seed alone initialises its network
+            torch.manual_seed(int(seed))
+        return build_value_net(network_cfg, self.game, rank_head=self.settings.rank_head)
 
     # ---- one run's view (the single run's names)
     @property
@@ -180,8 +177,7 @@ class Trainer:
         return slice(r * self.num_envs, (r + 1) * self.num_envs)
 
     def each_run(self, rows):
-        """``(r, at)`` for each run with games among ``rows`` (ascending game numbers), in run order:
-        ``at`` a slice of ``rows``, the games of run r."""
+        """``(r, at)`` for each run with games among ``rows`` (ascending), in run order; ``at``: its slice of rows."""
         if not len(rows):
             return
         if self.k == 1:
@@ -276,23 +272,27 @@ class Trainer:
                             g.done[lrn], reward[lrn], float(settings.gamma)),
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
-        for r, at in self.each_run(lrn) if settings.rule_labels or settings.search_backup else ():
+        gamma, net_of = float(settings.gamma), self.nets
+        for r, at in self.each_run(lrn) if settings.labels_per_ply() else ():
             t = None if tactics is None else tactics.take(at)  # run r's rows
             if settings.rule_labels and t is not None:
-                parts.append(rule_targets(lrn[at], views[at], t, float(settings.gamma), self.game,
-                                          settings.fork_defence_labels, self.rngs[r]))
+                parts.append(labels.rule_targets(lrn[at], views[at], t, gamma, self.game, settings.fork_defence_labels,
+                                                 self.rngs[r]))
             if settings.search_backup:
-                parts.append(search_backup_targets(lrn[at], views[at], g_legal[at], t, self.nets[r], self.game,
-                                                   float(settings.gamma), self.rules))
+                parts.append(labels.search_backup_targets(lrn[at], views[at], g_legal[at], t, net_of[r], self.game,
+                                                          gamma, self.rules))
+            if settings.reply_targets:
+                parts.append(labels.chosen_reply_targets(lrn[at], after[at], g.done[lrn[at]], net_of[r], self.game,
+                                                         gamma, self.rules))
         batch = Targets.concat(parts)
         runs = self.run_of[batch.rows]  # the run of each example (labels of random play: below)
         pairs = [None] * self.k
         if self.label_games is not None:
             labelled, label_runs = [batch], [runs]
             for r in np.flatnonzero(self.active):
-                labels, pairs[r] = random_position_labels(self.label_games[r], settings, self.nets[r], self.rngs[r])
-                labelled.append(labels)
-                label_runs.append(xp.full(len(labels.targets), int(r), "int64"))
+                drawn, pairs[r] = labels.random_position_labels(self.label_games[r], settings, net_of[r], self.rngs[r])
+                labelled.append(drawn)
+                label_runs.append(xp.full(len(drawn.targets), int(r), "int64"))
             batch, runs = Targets.concat(labelled), xp.concat(label_runs)
         self._update(batch.obs, batch.targets, runs, pairs)
 
@@ -378,7 +378,7 @@ class Trainer:
                 higher, lower, above = pairs[r]
                 boards = self._symmetric(xp.concat([higher, lower]), xp.full(len(higher) + len(lower), r, "int64"))
                 higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
-                loss = loss + settings.rank_weight * rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
+                loss = loss + settings.rank_weight * labels.rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
         self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
         if self.on_stacks:  # the optimiser steps the stacks: the rank pairs' gradients to them
