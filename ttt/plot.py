@@ -52,7 +52,6 @@ import numpy as np
 from ttt.cli import plain_help, run_cli, write_with_fallback
 from ttt.curves import (
     FACTS,
-    NETWORK_NAMES,
     Band,
     RunLog,
     eval_tag,
@@ -150,10 +149,10 @@ def _draw_reference(ax, runs: list[RunLog], tag: str, color) -> None:
     drawn = ax.__dict__.setdefault("_ttt_references", set())
     if end is None or end in drawn:
         return
+    # one legend entry for all of them: a dashed line is the paper's figure for the line of its colour
+    label = "dashed: the paper's end figure for the line of its colour" if not drawn else "_nolegend_"
     drawn.add(end)
-    facts = runs[0].facts
-    name = f"{NETWORK_NAMES.get(facts.get('network'), facts.get('network'))}, {facts.get('regime')}"
-    ax.axhline(end, ls="--", lw=1, color=color, label=f"paper's end figure: {name}, {end:.1%}")
+    ax.axhline(end, ls="--", lw=1, color=color, label=label)
 
 
 def bounds_of(tag: str) -> tuple[float, float] | None:
