@@ -214,8 +214,7 @@ def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(comp
                           timeout=30, env={**os.environ, "PYTHON": "echo"})
     assert done.returncode == 0, done.stderr
     (cmd,) = [line.split() for line in done.stdout.splitlines()]
-    arms = "grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets," \
-           "playable_reply_targets"
+    arms = "grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets,rule_labels"
     assert {"-m", "hydra/launcher=joblib", "+experiment=dqn_444_gravity_vs_benchmark", f"+defence={arms}",
             "num_envs=64", "agent.lr=0.04", "seeds=3", "episodes=200000", "eval_every=10000", "eval_games=1000",
             "hydra.sweep.dir=runs/paper/defence"} <= set(cmd)
@@ -233,7 +232,7 @@ def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(comp
                        "playable": ["network.playable"], "sigmoid_no_bias": ["network.activation", "network.bias"],
                        "unsafe_benchmark": ["agent.benchmark_safe", "eval_opponents"],
                        "reply_targets": ["agent.reply_targets"],
-                       "playable_reply_targets": ["agent.reply_targets", "network.playable"]}
+                       "rule_labels": ["agent.rule_labels"]}
     assert base.network.bias and base.agent.opponent == base.agent.opponent_after == "benchmark"
 
 
