@@ -341,13 +341,14 @@ def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:
 
 def short_labels(labels: Sequence[str]) -> tuple[str, list[str]]:
     """(what every label shares, each label without it): legends name only what differs
-    (a single label is all shared: ``(label, ["all runs"])``)."""
+    (a single label is all shared: ``(label, ["all runs"])``; a label with nothing beside what all
+    share is ``"the shared settings only"``)."""
     if len(labels) == 1:
         return labels[0], ["all runs"]
     items = [label.split(",") for label in labels]
     common = [x for x in items[0] if all(x in other for other in items[1:])] if len(items) > 1 else []
-    return ",".join(common), [",".join(x for x in its if x not in common) or label for its, label in
-                              zip(items, labels, strict=True)]
+    return ",".join(common), [",".join(x for x in its if x not in common) or "the shared settings only"
+                              for its in items]
 
 
 @dataclass

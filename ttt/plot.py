@@ -190,14 +190,17 @@ def games_label(x: float, _pos=None) -> str:
     return f"{x / 1e6:g}M" if abs(x) >= 1e6 else f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}"
 
 
-def _finish(fig, axes, title: str, output: Path) -> Path:
+def _finish(fig, axes, title: str, output: Path, one_legend: bool = False) -> Path:
+    """Label the panels and write the figure; ``one_legend``: the lines keep their colours in every
+    panel, so only the first panel carries the legend."""
     from matplotlib.transforms import ScaledTranslation
 
-    for ax in axes:
+    for i, ax in enumerate(axes):
         ax.set_xlabel("training games")
         ax.xaxis.set_major_formatter(games_label)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:  # below the panel: long settings would cover the curves
+        if ax.get_legend_handles_labels()[0] and not (one_legend and i):  # below the panel: long settings
+            # would cover the curves
             # half an inch below the axes, under the tick labels and the axis label, whatever the panel's height
             below = ax.transAxes + ScaledTranslation(0, -0.5, fig.dpi_scale_trans)
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, frameon=False)
@@ -224,16 +227,20 @@ def plot_curves(groups: dict[str, list[RunLog]], tags: list, output: Path) -> Pa
     if missing:
         eval_tags = sorted(t for t in found if t.startswith("eval/") and t.count("/") == 2)
         raise PlotError(f"no run logs {', '.join(map(repr, missing))}; tags found include: {', '.join(eval_tags)}")
+    import matplotlib
+
     common, labels = short_labels(list(groups))
-    fig, axes = _figure(len(tags))
+    cmap = matplotlib.colormaps["tab10" if len(labels) <= 10 else "tab20"]
+    fig, axes = _figure(len(tags), height=3.6 + (0.2 * len(labels) if len(tags) > 1 else 0))  # room for the legend
     for ax, tag in zip(axes, tags, strict=True):
-        for label, runs in zip(labels, groups.values(), strict=True):
+        for i, (label, runs) in enumerate(zip(labels, groups.values(), strict=True)):
             mine = tag if isinstance(tag, str) else next((t for t in tag if any(t in r.curves for r in runs)), tag[0])
             band = _band(runs, mine)
             if band is not None:
-                _draw_reference(ax, runs, mine, _draw_band(ax, band, label, bounds=bounds_of(mine)))
+                color = cmap(i % cmap.N)  # a setting keeps its colour in every panel
+                _draw_reference(ax, runs, mine, _draw_band(ax, band, label, color, bounds_of(mine)))
         ax.set_ylabel(tag if isinstance(tag, str) else " or\n".join(tag))
-    return _finish(fig, axes, common, output)
+    return _finish(fig, axes, common, output, one_legend=len(tags) > 1)
 
 
 def plot_panels(groups: dict[str, list[RunLog]], tag: str, key: str, output: Path) -> Path:
