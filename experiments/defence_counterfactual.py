@@ -43,15 +43,14 @@ def main(argv: list[str]) -> None:
     for folder in folders:
         for ckpt in sorted(folder.rglob("checkpoint.pt")):
             game, [(_, player), (_, opp)] = load_agents([str(ckpt), opponent], None)
-            ways = {"trained": player, "losses": player.__class__(game, player.net, player.network,
-                                                                     replace(player.rules, losses=True)),
+            ways = {"trained": player, "losses": player.with_rules(replace(player.rules, losses=True)),
                     "alone": player.without_rules()}
             scores, cells = {}, []
             for name, p in ways.items():
                 recorded = Recorded(p) if name == "trained" else p
                 result = play_match(game, recorded, opp, games, seed=0).both
                 scores[name] = result.score
-                low, high = wilson_interval(result.wins + result.draws // 2, result.games)
+                low, high = wilson_interval(result.wins + result.draws / 2, result.games)  # a draw is half a win
                 cells += [f"{result.score:.4f}", f"{low:.4f}", f"{high:.4f}"]
                 if name == "trained":
                     block = defence(game, recorded.moves())["block_rate"]

@@ -274,18 +274,8 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
     assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)
 
 
-def _selfplay_cost():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "experiments" / "alphazero_selfplay_cost.py"
-    spec = importlib.util.spec_from_file_location("alphazero_selfplay_cost", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_selfplay_cost_counts_simulations_batches_and_profile_parts():
-    cost = _selfplay_cost()
+def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_script):
+    cost = experiment_script("alphazero_selfplay_cost")
     (row,) = cost.measure(games=2, repeats=1, seed=0, experiment="alphazero_444")
     assert row["simulations"] == 32 * row["moves"] and row["moves"] >= 2 * 7  # no Qubic game ends before move 7
     assert len(row["batches"]) == row["calls"] and max(row["batches"]) == 2 and 0 < row["forward_share"] < 1

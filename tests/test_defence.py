@@ -187,20 +187,16 @@ def test_a_dqn_run_logs_defence_and_the_auc_of_its_evaluation_games(compose_trai
     assert 0 <= rates.min() <= rates.max() <= 1
 
 
-def test_the_counterfactual_adds_the_exact_losses_rule_at_test_time_only(compose_train, tmp_path, capsys):
+def test_the_counterfactual_adds_the_exact_losses_rule_at_test_time_only(compose_train, tmp_path, capsys,
+                                                                          experiment_script):
     import csv
-    import importlib.util
-    from pathlib import Path
 
     from ttt.train import train
 
     cfg = compose_train(["+experiment=dqn_444_gravity_vs_benchmark", "episodes=16", "eval_every=0",
                          "agent.final_eval_games=20", "num_envs=8", "eval_tactics=false"])
     train(cfg)
-    spec = importlib.util.spec_from_file_location(
-        "defence_counterfactual", Path(__file__).resolve().parents[1] / "experiments" / "defence_counterfactual.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = experiment_script("defence_counterfactual")
     script.main([str(tmp_path), "games=60"])
     out = capsys.readouterr()
     (row,) = list(csv.DictReader(out.out.splitlines()))

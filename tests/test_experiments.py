@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "summarize.py"
 
 
 @pytest.fixture(scope="module")
-def summarize():
-    spec = importlib.util.spec_from_file_location("summarize", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def summarize(experiment_script):
+    return experiment_script("summarize")
 
 
 def fake_run(root: Path, name: str, overrides: list[str], scores: list[float]) -> None:

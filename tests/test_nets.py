@@ -260,6 +260,6 @@ def test_sigmoid_hidden_units_are_an_option():
     x[0, 5] = 1.0
     h = torch.sigmoid(net.first(x))
     with torch.no_grad():
-        assert float(net(x)) == pytest.approx(float(torch.tanh(net.rest[3 - 1](torch.sigmoid(net.rest[0](h))))))
+        assert float(net(x)) == pytest.approx(float(torch.tanh(net.rest[2](torch.sigmoid(net.rest[0](h))))))
     with pytest.raises(ValueError, match="network.activation='relu'"):
         build_value_net(network_cfg("structured_deep", activation="relu"), make_game("4x4x4"))

@@ -336,25 +336,15 @@ def test_the_command_serves_the_page_and_logs_request_times():
     assert re.search(r"GET / 200 \d+\.\d ms", err) and "warning" not in err, err
 
 
-def latency_script():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "experiments" / "serve_latency.py"
-    spec = importlib.util.spec_from_file_location("serve_latency", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_latency_script_checks_its_settings(capsys):
-    script = latency_script()
+def test_the_latency_script_checks_its_settings(capsys, experiment_script):
+    script = experiment_script("serve_latency")
     assert script.settings(["games=3", "agent=random"])["games"] == "3"
     assert script.main(["bogus=1"]) == 2 and "give key=value" in capsys.readouterr().err
     assert script.main(["games=0"]) == 2 and "games=0: a positive whole number" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_the_latency_script_reads_the_servers_log(capsys):
-    assert latency_script().main(["games=2", "agent=benchmark", "board=3x3", "port=0", "cores="]) == 0
+def test_the_latency_script_reads_the_servers_log(capsys, experiment_script):
+    assert experiment_script("serve_latency").main(["games=2", "agent=benchmark", "board=3x3", "port=0", "cores="]) == 0
     out = capsys.readouterr().out
     assert re.search(r"/step wall: \d+ requests, median \d+\.\d ms", out) and "/hint CPU" in out, out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -44,7 +43,7 @@ def test_joblib_multirun_runs_each_job_in_a_worker_process(joblib_sweep):
 
 
 @pytest.mark.cli
-def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path):
+def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path, experiment_script):
     from ttt.curves import find_runs, group_runs
 
     sweep, _, _ = joblib_sweep
@@ -53,9 +52,7 @@ def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path):
     assert label == "+experiment=td_33_boltzmann,episodes=200,eval_every=100,eval_games=20,log_every=50"
     assert sorted(r.seed for r in groups[label]) == [0, 1]
 
-    spec = importlib.util.spec_from_file_location("summarize", ROOT / "experiments" / "summarize.py")
-    summarize = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(summarize)
+    summarize = experiment_script("summarize")
     (row,) = summarize.summarize(sweep, "eval/random/score", last=2)
     assert (row["trials"], row["points"], sorted(row["seeds"])) == (2, 2, [0, 1])
 

@@ -146,12 +146,11 @@ def _draw_reference(ax, runs: list[RunLog], tag: str, color) -> None:
     """The paper's end figure for these runs' network and regime (``paper_end``), a dashed line in
     their colour, drawn once per panel and figure."""
     end = paper_end(runs[0], tag)
-    drawn = ax.__dict__.setdefault("_ttt_references", set())
+    drawn = {float(line.get_ydata()[0]) for line in ax.get_lines() if line.get_linestyle() == "--"}
     if end is None or end in drawn:
         return
     # one legend entry for all of them: a dashed line is the paper's figure for the line of its colour
     label = "dashed: the paper's end figure for the line of its colour" if not drawn else "_nolegend_"
-    drawn.add(end)
     ax.axhline(end, ls="--", lw=1, color=color, label=label)
 
 

@@ -40,7 +40,11 @@ class DQNPlayer(BatchPlayer):
 
     def without_rules(self) -> DQNPlayer:
         """The same network playing alone, with no rule in move selection."""
-        return DQNPlayer(self.game, self.net, self.network, NO_RULES)
+        return self.with_rules(NO_RULES)
+
+    def with_rules(self, rules: Rules) -> DQNPlayer:
+        """The same network choosing its moves with ``rules``."""
+        return DQNPlayer(self.game, self.net, self.network, rules)
 
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` (its rules applied): the value head's, also with a

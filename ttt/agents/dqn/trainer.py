@@ -272,17 +272,17 @@ class Trainer:
                             g.done[lrn], reward[lrn], float(settings.gamma)),
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
-        gamma, net_of = float(settings.gamma), self.nets
+        gamma, nets = float(settings.gamma), self.nets
         for r, at in self.each_run(lrn) if settings.labels_per_ply() else ():
             t = None if tactics is None else tactics.take(at)  # run r's rows
             if settings.rule_labels and t is not None:
                 parts.append(labels.rule_targets(lrn[at], views[at], t, gamma, self.game, settings.fork_defence_labels,
                                                  self.rngs[r]))
             if settings.search_backup:
-                parts.append(labels.search_backup_targets(lrn[at], views[at], g_legal[at], t, net_of[r], self.game,
+                parts.append(labels.search_backup_targets(lrn[at], views[at], g_legal[at], t, nets[r], self.game,
                                                           gamma, self.rules))
             if settings.reply_targets:
-                parts.append(labels.chosen_reply_targets(lrn[at], after[at], g.done[lrn[at]], net_of[r], self.game,
+                parts.append(labels.chosen_reply_targets(lrn[at], after[at], g.done[lrn[at]], nets[r], self.game,
                                                          gamma, self.rules))
         batch = Targets.concat(parts)
         runs = self.run_of[batch.rows]  # the run of each example (labels of random play: below)
@@ -290,7 +290,7 @@ class Trainer:
         if self.label_games is not None:
             labelled, label_runs = [batch], [runs]
             for r in np.flatnonzero(self.active):
-                drawn, pairs[r] = labels.random_position_labels(self.label_games[r], settings, net_of[r], self.rngs[r])
+                drawn, pairs[r] = labels.random_position_labels(self.label_games[r], settings, nets[r], self.rngs[r])
                 labelled.append(drawn)
                 label_runs.append(xp.full(len(drawn.targets), int(r), "int64"))
             batch, runs = Targets.concat(labelled), xp.concat(label_runs)
