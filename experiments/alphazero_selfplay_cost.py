@@ -31,12 +31,12 @@ DEFAULTS = {"games": "50", "repeats": "3", "seed": "0", "experiment": "alphazero
 # sample's stack takes it (the evaluator before the engine: the evaluator never calls the rules).
 PARTS = (
     ("network: forward pass (torch)", "Module._wrapped_call_impl (torch/nn/modules/module.py"),
-    ("network: evaluator around it (boards, legal masks, softmax, priors)", "NetworkEvaluator.__call__ ("),
-    ("engine (State.apply, legal_actions, BatchedGames)", "(ttt/games/"),
-    ("tree: node creation (Node arrays)", "Node.__init__ ("),
-    ("tree: selection (PUCT)", "PUCT.__call__ ("),
-    ("tree: backup", "backup (ttt/players/tree.py"),
-    ("tree: walk and expand (the rest)", "(ttt/players/tree.py"),
+    ("network: evaluator around it (boards, legal masks, softmax, priors)", "NetworkEvaluator.arrays ("),
+    ("engine (BatchedGames.play, legal masks)", "(ttt/games/"),
+    ("tree: node creation (positions copied, children linked)", "ArrayTrees._new_nodes ("),
+    ("tree: selection (PUCT over every walking tree at once)", "ArrayTrees._select ("),
+    ("tree: backup", "ArrayTrees._backup ("),
+    ("tree: walk, expand, root noise (the rest)", "(ttt/players/array_tree.py"),
     ("self-play loop (root noise, visit policies, examples)", "(ttt/agents/alphazero.py"),
 )
 

@@ -18,6 +18,8 @@ from ttt.agents.alphazero import (
     ReplayBuffer,
     apply_symmetries,
     run_search,
+    search_arrays,
+    self_play,
     visit_policy,
 )
 from ttt.evaluate import play_match
@@ -25,6 +27,7 @@ from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net
 from ttt.players import make_player
+from ttt.players.array_tree import ArrayTrees
 from ttt.players.tree import PUCT, Node, backup, expand, puct_scores, simulate
 from ttt.train import train
 
@@ -126,10 +129,14 @@ def test_symmetry_keeps_board_and_policy_aligned(name):
 
 
 def test_visit_policy_temperature():
-    node = Node(make_game("3x3").initial_state())
-    node.N = np.array([1.0, 0, 2, 0, 5, 0, 0, 0, 2])
-    np.testing.assert_allclose(visit_policy(node, 1.0, 9), node.N / 10)
-    np.testing.assert_array_equal(visit_policy(node, 0.0, 9), np.eye(9)[4])
+    visits = np.array([1.0, 0, 2, 0, 5, 0, 0, 0, 2])
+    legal = np.ones(9, dtype=bool)
+    np.testing.assert_allclose(visit_policy(visits, legal, 1.0), visits / 10)
+    np.testing.assert_array_equal(visit_policy(visits, legal, 0.0), np.eye(9)[4])
+    # T = 0 takes the first of equal counts among the legal moves, never an illegal cell
+    legal[:3] = False
+    np.testing.assert_array_equal(visit_policy(np.zeros(9), legal, 0.0), np.eye(9)[3])
+    np.testing.assert_allclose(visit_policy(visits, legal, 1.0), np.where(legal, visits, 0) / 7)
 
 
 def test_network_shapes_structured_and_mlp():
@@ -200,6 +207,111 @@ def test_one_mask_for_all_leaves_searches_as_the_per_leaf_mask(name):
         assert new.N.sum() == 30 and math.isclose(new.prior.sum(), 1.0, rel_tol=1e-5)  # no mass off the legal moves
     if game.gravity:  # the mask kept the unreachable empty cells out
         assert len(searched[1][0].actions) < game.num_cells
+
+
+def _states_of_every_depth(game, seed: int, count: int = 12) -> list:
+    """Positions after 0, k, 2k, ... random moves (k spreads ``count`` of them over the game), the last
+    ones often finished: roots with a known result, and roots one move from the end."""
+    rng, states = np.random.default_rng(seed), []
+    for plies in range(0, game.num_cells, max(1, game.num_cells // count)):
+        s = game.initial_state()
+        for _ in range(plies):
+            if s.is_terminal():
+                break
+            s = s.apply(int(rng.choice(s.legal_actions())))
+        states.append(s)
+    return states
+
+
+@pytest.mark.parametrize("name", ["3x3", "4x4", "4x4x4", "4x4x4_gravity"])
+def test_array_trees_search_as_the_node_tree(name):
+    """The array trees are the node tree's search written over arrays: from the same roots, with the same
+    network and root noise from the same generator, every root's visits and summed results are the
+    node tree's bit for bit (finished roots untouched, games that end inside the trees included)."""
+    game = make_game(name)
+    torch.manual_seed(0)
+    net = PolicyValueNet(game, "mlp", [32]).eval()
+    states = _states_of_every_depth(game, seed=1)
+    assert any(s.is_terminal() for s in states) and not all(s.is_terminal() for s in states)
+    roots = [Node(s) for s in states]
+    run_search(net, roots, 60, 1.5, np.random.default_rng(5), 0.3, 0.25)
+    trees = ArrayTrees.from_states(states, 60)
+    search_arrays(net, trees, 1.5, np.random.default_rng(5), 0.3, 0.25)
+    for i, root in enumerate(roots):
+        visits, results = np.zeros(game.num_cells), np.zeros(game.num_cells)
+        visits[root.actions], results[root.actions] = root.N, root.W
+        np.testing.assert_array_equal(trees.N[i, 0], visits)
+        np.testing.assert_array_equal(trees.W[i, 0], results)
+        assert visits.sum() == (0 if root.value is not None else 60)
+        if root.value is None:
+            assert trees.most_visited()[i] == root.actions[int(np.argmax(root.N))]
+            np.testing.assert_array_equal(trees.prior[i, 0, root.actions], root.prior)  # the noise too
+        else:
+            assert trees.most_visited()[i] == -1 and trees.value[i, 0] == root.value
+    assert (trees.size <= 61).all()  # a simulation adds at most one node
+
+
+def _node_tree_self_play(net, game, num_games, cfg, rng):
+    """Self-play as written on the node tree (``run_search``): the reference of ``self_play``."""
+    from ttt.games import BatchedGames
+
+    games = BatchedGames(game, num_games)
+    examples = [[] for _ in range(num_games)]
+    ply = 0
+    while not games.done.all():
+        live = np.flatnonzero(~games.done)
+        roots = [Node(games.state(int(i))) for i in live]
+        run_search(net, roots, cfg.simulations, cfg.c_puct, rng, cfg.dirichlet_alpha, cfg.dirichlet_epsilon)
+        temperature = 1.0 if ply < cfg.temperature_moves else 0.0
+        actions = np.full(num_games, -1)
+        obs, legal = games.observation(), games.legal_mask()
+        for i, root in zip(live, roots, strict=True):
+            pi = np.zeros(game.num_cells)
+            if temperature > 0:
+                pi[root.actions] = root.N / root.N.sum()
+                actions[i] = rng.choice(game.num_cells, p=pi)
+            else:
+                actions[i] = root.actions[int(np.argmax(root.N))]
+                pi[actions[i]] = 1.0
+            examples[i].append((obs[i], legal[i], pi, int(games.to_play[i])))
+        games.play(actions)
+        ply += 1
+    return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(examples) for o, m, pi, p in h]
+
+
+@pytest.mark.parametrize("name", ["3x3", "4x4x4_gravity"])
+def test_self_play_on_array_trees_plays_the_node_trees_games(name):
+    from ttt.agents.alphazero import Config
+
+    game = make_game(name)
+    torch.manual_seed(0)
+    net = PolicyValueNet(game, "mlp", [16]).eval()
+    cfg = Config(simulations=12, temperature_moves=3)
+    ours, ref = (play(net, game, 5, cfg, np.random.default_rng(7)) for play in (self_play, _node_tree_self_play))
+    assert len(ours) == len(ref) >= 5 * (2 * game.line_length - 1)
+    for (o, m, pi, z), (o2, m2, pi2, z2) in zip(ours, ref, strict=True):
+        np.testing.assert_array_equal(o, o2)
+        np.testing.assert_array_equal(m, m2)
+        np.testing.assert_array_equal(pi, pi2)
+        assert z == z2
+
+
+def test_the_player_searches_many_games_in_slices_as_one_by_one(monkeypatch):
+    """``act_batch`` searches the live games in slices of at most ``TREE_NODES`` nodes; each game's move is
+    the one ``act`` picks alone (a network whose outputs do not depend on the batch)."""
+    import ttt.agents.alphazero as az
+    from ttt.games import BatchedGames
+
+    game = make_game("4x4x4")
+    player = AlphaZeroPlayer(game, ConstantNet(64, 0.1), simulations=20)
+    states = [s for s in _states_of_every_depth(game, seed=3) if not s.is_terminal()][:7]
+    games = BatchedGames.from_states(states)
+    games.play(np.array([s.legal_actions()[0] for s in states]))  # one more move each
+    assert not games.done.any()
+    monkeypatch.setattr(az, "TREE_NODES", 3 * 21)  # three games' trees at a time
+    moves = player.act_batch(games)
+    assert list(moves) == [player.act(games.state(i)) for i in range(len(states))]
+    assert all(games.state(i).is_legal(int(a)) for i, a in enumerate(moves))
 
 
 TINY = ["+experiment=alphazero_33", "episodes=20", "eval_every=10", "eval_games=4", "num_envs=10",
@@ -279,19 +391,19 @@ def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_s
     (row,) = cost.measure(games=2, repeats=1, seed=0, experiment="alphazero_444")
     assert row["simulations"] == 32 * row["moves"] and row["moves"] >= 2 * 7  # no Qubic game ends before move 7
     assert len(row["batches"]) == row["calls"] and max(row["batches"]) == 2 and 0 < row["forward_share"] < 1
-    sp = "<module> (x.py:1);self_play (ttt/agents/alphazero.py:170);"
+    sp = "<module> (x.py:1);self_play (ttt/agents/alphazero.py:170);search_arrays (ttt/agents/alphazero.py:158);"
     raw = "\n".join([
-        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:170);"
-        "NetworkEvaluator.__call__ (ttt/agents/alphazero.py:116);"
+        sp + "ArrayTrees.simulate (ttt/players/array_tree.py:112);ArrayTrees._expand (ttt/players/array_tree.py:91);"
+        "NetworkEvaluator.arrays (ttt/agents/alphazero.py:114);"
         "Module._wrapped_call_impl (torch/nn/modules/module.py:1773) 3",
-        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:166);"
-        "Node.child (ttt/players/tree.py:74);State.apply (ttt/games/rules.py:276) 1",
-        sp + "run_search (ttt/agents/alphazero.py:131);simulate (ttt/players/tree.py:165);"
-        "PUCT.__call__ (ttt/players/tree.py:131) 4",
+        sp + "ArrayTrees.simulate (ttt/players/array_tree.py:112);"
+        "ArrayTrees._new_nodes (ttt/players/array_tree.py:154);BatchedGames.play (ttt/games/batched.py:150) 1",
+        sp + "ArrayTrees.simulate (ttt/players/array_tree.py:112);ArrayTrees._select (ttt/players/array_tree.py:144) 4",
         "<module> (x.py:1);_find_and_load (<frozen importlib._bootstrap>:1176) 50"])  # not self-play: left out
     shares = cost.share_of_parts(raw)
-    assert shares["network: forward pass (torch)"] == 0.375 and shares["tree: selection (PUCT)"] == 0.5
-    assert shares["engine (State.apply, legal_actions, BatchedGames)"] == 0.125
+    assert shares["network: forward pass (torch)"] == 0.375
+    assert shares["tree: selection (PUCT over every walking tree at once)"] == 0.5
+    assert shares["engine (BatchedGames.play, legal masks)"] == 0.125
     assert math.isclose(sum(shares.values()), 1)
 
 

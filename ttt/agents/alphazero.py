@@ -2,9 +2,10 @@
 
 Reads top to bottom: settings (``Config``), network, search, self-play, training loop, player.
 
-Search: the one tree search of ``ttt.players.tree`` with the ``PUCT`` rule and the network as the
-leaf evaluator (``NetworkEvaluator``). Every simulation walks down from the root choosing the move
-with the largest
+Search: the tree search of ``ttt.players.tree`` with the ``PUCT`` rule and the network as the leaf
+evaluator (``NetworkEvaluator``), run on the array trees of ``ttt.players.array_tree`` (the same
+search over arrays, bit for bit; the node tree's ``run_search`` stays as its reference and for
+``action_values``). Every simulation walks down from the root choosing the move with the largest
 
     U(s, a) = Q(s, a) + c_puct * P(s, a) * sqrt(N_s) / (1 + N(s, a)),   N_s = sum_b N(s, b)
 
@@ -50,9 +51,11 @@ from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_setting
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net
+from ttt.players.array_tree import ArrayTrees
 from ttt.players.base import Player
 from ttt.players.tree import PUCT, Node, expand, simulate
 
+TREE_NODES = 1 << 16  # the most nodes of the trees searched at once by the player (about 2 KB each on Qubic)
 USES_DEVICE = True  # the network and its training steps run on the run's device (ttt.train)
 
 
@@ -94,30 +97,37 @@ def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tenso
 
 # ---------------------------------------------------------------------------- search
 class NetworkEvaluator:
-    """The leaf evaluator of the search (``ttt.players.tree``): one network call for all the leaves
-    gives their priors (illegal cells masked) and their values, returned on the first player's scale
-    (``v(s)`` is from the mover's view, so it is multiplied by ``to_play``)."""
+    """The leaf evaluator of the search: one network call for all the leaves gives their priors
+    (illegal cells masked) and their values, returned on the first player's scale (``v(s)`` is from
+    the mover's view, so it is multiplied by ``to_play``). ``arrays`` serves the array trees
+    (``ttt.players.array_tree``), a call the node tree (``ttt.players.tree``); both run the same code."""
 
     def __init__(self, net: PolicyValueNet) -> None:
         self.net = net
 
     @torch.no_grad()
+    def arrays(self, boards: np.ndarray, to_play: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, cells) float64 move probabilities and (n,) float64 values of n positions."""
+        obs = torch.as_tensor(np.asarray(boards, dtype=np.float32))
+        signs = torch.as_tensor(np.asarray(to_play, dtype=np.float32))
+        obs = obs * signs[:, None]
+        device = module_device(self.net)  # one batch to the network's device and back
+        logits, v = self.net(obs.to(device))
+        mask = torch.from_numpy(np.ascontiguousarray(legal)).to(device)
+        probs = torch.softmax(logits.masked_fill(~mask, -1e9), dim=-1).cpu().numpy().astype(np.float64)
+        return probs, (v.cpu() * signs).numpy().astype(np.float64)
+
     def __call__(self, nodes: list[Node], rng: np.random.Generator | None = None) -> np.ndarray:
         if not nodes:
             return np.zeros(0)
-        obs = torch.as_tensor(np.array([n.state.board for n in nodes], dtype=np.float32))
-        signs = torch.as_tensor([float(n.to_play) for n in nodes])
-        obs = obs * signs[:, None]
-        legal = np.zeros(obs.shape, dtype=bool)  # one scatter for all the leaves, not a tensor per leaf
+        boards = np.array([n.state.board for n in nodes], dtype=np.int8)
+        legal = np.zeros(boards.shape, dtype=bool)  # one scatter for all the leaves, not a tensor per leaf
         rows = np.repeat(np.arange(len(nodes)), [len(n.moves) for n in nodes])
         legal[rows, np.concatenate([n.actions for n in nodes])] = True
-        legal = torch.from_numpy(legal)
-        device = module_device(self.net)  # one batch to the network's device and back
-        logits, v = self.net(obs.to(device))
-        probs = torch.softmax(logits.masked_fill(~legal.to(device), -1e9), dim=-1).cpu().numpy().astype(np.float64)
+        probs, values = self.arrays(boards, np.array([n.to_play for n in nodes]), legal)
         for i, n in enumerate(nodes):
             n.prior = probs[i, n.actions]
-        return (v.cpu() * signs).numpy().astype(np.float64)
+        return values
 
 
 def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct: float,
@@ -137,14 +147,27 @@ def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct:
     simulate(roots, simulations, PUCT(c_puct), evaluate, rng)
 
 
-def visit_policy(root: Node, temperature: float, num_cells: int) -> np.ndarray:
-    """pi over all cells: visits^(1/T) normalised for T > 0; one-hot on the most visited move for T = 0."""
-    pi = np.zeros(num_cells)
+def search_arrays(net: PolicyValueNet, trees: ArrayTrees, c_puct: float, rng: np.random.Generator | None = None,
+                  dirichlet_alpha: float = 0.3, dirichlet_epsilon: float = 0.0) -> None:
+    """``run_search`` on array trees: the roots expanded (one network call), root noise with
+    ``dirichlet_epsilon > 0``, then the trees' simulations in lock step. The same search: with the same
+    network and generator the visit counts are ``run_search``'s (tests)."""
+    evaluate = NetworkEvaluator(net).arrays
+    rows = trees.expand_roots(evaluate)
+    if dirichlet_epsilon > 0:
+        trees.add_root_noise(rows, rng, dirichlet_alpha, dirichlet_epsilon)
+    trees.simulate(rows, c_puct, evaluate)
+
+
+def visit_policy(visits: np.ndarray, legal: np.ndarray, temperature: float) -> np.ndarray:
+    """pi over all cells from a root's visit counts (over all cells, ``legal`` its moves):
+    visits^(1/T) normalised for T > 0; one-hot on the most visited move (the first in cell order) for T = 0."""
+    pi = np.zeros(len(visits))
     if temperature > 0:
-        w = root.N ** (1.0 / temperature)
-        pi[root.actions] = w / w.sum()
+        w = visits[legal] ** (1.0 / temperature)
+        pi[legal] = w / w.sum()
     else:
-        pi[root.actions[int(np.argmax(root.N))]] = 1.0
+        pi[int(np.argmax(np.where(legal, visits, -1.0)))] = 1.0
     return pi
 
 
@@ -169,16 +192,17 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
     ply = 0
     while not games.done.all():
         live = np.flatnonzero(~games.done)
-        roots = [Node(games.state(int(i))) for i in live]
-        run_search(net, roots, cfg.simulations, cfg.c_puct, rng, cfg.dirichlet_alpha, cfg.dirichlet_epsilon)
+        trees = ArrayTrees(game, games.board[live], games.to_play[live], games.num_moves[live], cfg.simulations)
+        search_arrays(net, trees, cfg.c_puct, rng, cfg.dirichlet_alpha, cfg.dirichlet_epsilon)
         temperature = 1.0 if ply < cfg.temperature_moves else 0.0
         actions = np.full(num_games, -1, dtype=np.int64)
         obs = games.observation()
         legal = games.legal_mask()
-        for i, root in zip(live, roots, strict=True):
-            pi = visit_policy(root, temperature, game.num_cells)
+        visits = trees.root_visits()
+        for j, i in enumerate(live):
+            pi = visit_policy(visits[j], legal[i], temperature)
             actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
-            target = visit_policy(root, 1.0, game.num_cells) if cfg.policy_target == "visits" else pi
+            target = visit_policy(visits[j], legal[i], 1.0) if cfg.policy_target == "visits" else pi
             history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
         games.play(actions)
         ply += 1
@@ -330,26 +354,29 @@ class AlphaZeroPlayer(Player):
                                              c_puct=self.c_puct)
         self.network = network  # the settings that built ``net`` (needed to save)
 
-    def search(self, states: list[State]) -> list[Node]:
-        roots = [Node(s) for s in states]
-        run_search(self.net, roots, self.simulations, self.c_puct)
-        return roots
+    def search(self, states: list[State]) -> ArrayTrees:
+        """The trees of a search from each of ``states`` (of one board), searched in lock step."""
+        trees = ArrayTrees.from_states(states, self.simulations)
+        search_arrays(self.net, trees, self.c_puct)
+        return trees
 
     def act(self, state: State, rng: np.random.Generator | None = None) -> int:
-        root = self.search([state])[0]
-        return int(root.actions[int(np.argmax(root.N))])
+        return int(self.search([state]).most_visited()[0])
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator | None = None) -> np.ndarray:
         actions = np.full(len(games), -1, dtype=np.int64)
         live = np.flatnonzero(~games.done)
-        for i, root in zip(live, self.search([games.state(int(i)) for i in live]), strict=True):
-            actions[i] = root.actions[int(np.argmax(root.N))]
+        step = max(1, TREE_NODES // (self.simulations + 1))  # trees of at most TREE_NODES nodes at a time
+        for at in range(0, len(live), step):
+            rows = live[at:at + step]
+            actions[rows] = self.search([games.state(int(i)) for i in rows]).most_visited()
         return actions
 
     def action_values(self, state: State) -> dict[int, float]:
         """Q of each legal move from the mover's view after a search; moves the search never
         tried get the network's value of the position they lead to (negated: the opponent moves there)."""
-        root = self.search([state])[0]
+        root = Node(state)  # the node tree: it keeps each child's position for the moves never tried
+        run_search(self.net, [root], self.simulations, self.c_puct)
         q = root.q()
         unvisited = [i for i in range(len(root.actions)) if root.N[i] == 0]
         children = [root.child(i) for i in unvisited]

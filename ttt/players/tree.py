@@ -1,5 +1,6 @@
 """One Monte Carlo tree search for every search player: the tree, two rules for choosing a move
 inside it, the backup, and simulations from many roots in lock step with a pluggable leaf evaluator.
+``ttt.players.array_tree`` runs the PUCT search of this module over arrays (AlphaZero's), step for step.
 
 A simulation walks down from a root. At every *expanded* node it takes the move its selection rule
 prefers, until it reaches a node that has not been expanded yet or whose result is known (the game
