@@ -14,7 +14,7 @@ ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot"
                 "ttt.calibration")
 # the layers, lowest first: a module may import from its own layer and the layers before it
 LAYERS = (
-    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.device", "ttt.elo", "ttt.curves", "ttt.event_file")),
+    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.clock", "ttt.device", "ttt.elo", "ttt.curves", "ttt.event_file")),
     ("games", ("ttt.games",)),
     ("config", ("ttt.config",)),
     ("nets", ("ttt.nets",)),

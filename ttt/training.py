@@ -1,55 +1,51 @@
-"""What every learner's training loop shares: seeding, the run folder, TensorBoard logging, and
-one schedule of evaluations, checkpoints, log lines and stops.
+"""What every learner's training loop shares: seeding, the run folder, TensorBoard logging, and one schedule
+of evaluations, checkpoints, log lines and stops.
 
-A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any
-work starts (``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the
-evaluation opponents, which it builds), checks that the folder is writable and that nothing in it
-is in the way, and takes its lock; ``ttt.run_dir.RunFolder`` does the folder's part (one run per
-folder, resume and overwrite, module docstring there). A folder holding a checkpoint is refused
-unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the earlier checkpoint,
-``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only once the new run
-has its first checkpoint; a stop or an error before then puts them back). Hydra's record of the
-command (``.hydra/``) goes into the folder at that first checkpoint too (``ttt.cli.guard_hydra_record``):
-a refused start leaves the folder's run exactly as it was. Resuming compares the config with the one
-saved in the checkpoint: a key that changes the result refuses, naming it; ``episodes`` may grow,
-and keys that only change what is measured or printed may change (``RESUME_FREE``). A resumed run
-whose ``final_eval.json`` already covers ``episodes`` is skipped with one line (so rerunning a
-multirun with ``resume=true`` finishes only the jobs that had not finished). A run that fails
-before training begins removes the folder when it created it. Ctrl-C or SIGTERM before training
-begins stops at once (nothing to save).
+A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any work starts
+(``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation opponents,
+which it builds), checks that the folder is writable and that nothing in it is in the way, and takes its
+lock; ``ttt.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module
+docstring there). A folder holding a checkpoint is refused unless ``resume=true`` (continue it) or
+``overwrite=true`` (start over: the earlier checkpoint, ``final_eval.json``, ``tb/`` and ``train.log`` are
+set aside, and deleted only once the new run has its first checkpoint; a stop or an error before then puts
+them back). Hydra's record of the command (``.hydra/``) goes into the folder at that first checkpoint too
+(``ttt.cli.guard_hydra_record``): a refused start leaves the folder's run exactly as it was. Resuming
+compares the config with the one saved in the checkpoint: a key that changes the result refuses, naming it;
+``episodes`` may grow, and keys that only change what is measured or printed may change (``RESUME_FREE``). A
+resumed run whose ``final_eval.json`` already covers ``episodes`` is skipped with one line (so rerunning a
+multirun with ``resume=true`` finishes only the jobs that had not finished). A run that fails before
+training begins removes the folder when it created it. Ctrl-C or SIGTERM before training begins stops at
+once (nothing to save).
 
 Nothing written is lost: checkpoints and ``final_eval.json`` are written atomically
-(``ttt.checkpoint.atomic_write``). A file that cannot be written while training (a full disk, an
-I/O error) stops the run with one line (``ttt.cli.OutputError``, exit code 1): what failed, which
-file, which checkpoint is safe on disk, and the command that resumes.
+(``ttt.checkpoint.atomic_write``). A file that cannot be written while training (a full disk, an I/O error)
+stops the run with one line (``ttt.cli.OutputError``, exit code 1): what failed, which file, which
+checkpoint is safe on disk, and the command that resumes.
 
-The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same for
-per-game and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
+The schedule (``Run.start``, ``Run.tick`` after every training step, ``Run.finish``), the same for per-game
+and batched learners: every ``log_every`` episodes the learner's ``train/`` scalars,
 ``train/episodes_per_sec`` and a progress line; every ``eval_every`` episodes a checkpoint, then an
-evaluation; a checkpoint also every ``checkpoint_every`` episodes and after ``checkpoint_minutes``
-without one. Ctrl-C or SIGTERM finishes the current step, saves, prints where the checkpoint is and
-how to resume, and stops with ``ttt.cli.Interrupted`` (exit code 130); during an evaluation, whose
-checkpoint is already saved, it stops at once, as a second Ctrl-C does. The first and last lines of a
-run say where its outputs are; ``train.log`` in the run folder holds every line.
+evaluation; a checkpoint also every ``checkpoint_every`` episodes and after ``checkpoint_minutes`` without
+one. Ctrl-C or SIGTERM finishes the current step, saves, prints where the checkpoint is and how to resume,
+and stops with ``ttt.cli.Interrupted`` (exit code 130); during an evaluation, whose checkpoint is already
+saved, it stops at once, as a second Ctrl-C does. The first and last lines of a run say where its outputs
+are; ``train.log`` in the run folder holds every line.
 
 TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episodes_per_sec`` tags):
 
 =======================================  =====================================================
 ``eval/<opponent>/win_rate``             wins / games against ``<opponent>``, both seats
 ``eval/<opponent>/score``                (wins + draws / 2) / games
-``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``): TensorBoard's ``eval``
-                                         section holds only the figures looked at first
+``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``)
 ``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
-``eval/tactics/<suite>``                 share of the ``ttt.suites`` suite solved (``win``, ``block``,
-                                         ``fork``, ``block_fork``) by the player without its
-                                         move-selection rules (the network alone); boards with suites
-                                         only (4x4x4, 4x4x4_gravity), when ``eval_tactics`` is true
-``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share
-                                         taken), ``miss_value``, ``forced`` (how many; ``ttt.defence``)
-``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won
-                                         against lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
+``eval/tactics/<suite>``                 a ``ttt.suites`` suite solved by the network alone (4x4x4, ``eval_tactics``)
+``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share taken),
+                                         ``miss_value``, ``forced`` (how many; ``ttt.defence``)
+``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won against
+                                         lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``train/episodes_per_sec``               training games per second since the last log
+``train/cpu_seconds``                    CPU seconds of training, evaluations left out (``ttt.clock``)
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
@@ -60,6 +56,7 @@ Hyperparameters (the resolved config, flattened) are logged once as text under `
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -75,6 +72,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.checkpoint import CheckpointError, atomic_write
 from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, write_hydra_record
+from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.curves import eval_tag
 from ttt.device import array_device
@@ -83,15 +81,7 @@ from ttt.event_file import EventFile
 from ttt.games import Game, make_game
 from ttt.learners import check_learner, learner_device
 from ttt.players import Player
-from ttt.run_dir import (
-    CHECKPOINT_NAMES,
-    RunFolder,
-    load_resume,
-    played_episodes,
-    resume_command,
-    run_command,
-    sweep_dir,
-)
+from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
 from ttt.specs import load_agents
 from ttt.value_quality import evaluation_scalars
 
@@ -123,6 +113,7 @@ class Run:
         self.started = False
         self._saved: tuple[Path, int] | None = None  # the latest checkpoint on disk and its episodes
         self._cut_short = False  # an evaluation whose checkpoint is saved: a signal stops it at once
+        self.clock = TrainingClock()  # train/cpu_seconds (ttt.clock); a resumed run's goes on from its checkpoint
         try:
             check_train_config(cfg)
             learner = check_learner(cfg)
@@ -176,9 +167,12 @@ class Run:
             return
         if self.resumed is not None:
             self._saved = (self.folder.resume_path, played_episodes(self.resumed))
+            self.clock = TrainingClock(logged_at(self.dir / "tb", self._saved[1]))
         self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self.writer = EventFile(self.dir / "tb", purge_step=self.folder.purge_step)  # no thread: see ttt.event_file
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
+        if self.resumed is not None:  # the checkpoint's figure again: resuming drops the events from there on
+            self.log(CPU_TAG, self.clock.before, self._saved[1])
         self.say(f"ttt.train: {cfg.agent.name} on {self.game.name}; outputs in {self.dir}/ "
                  f"(checkpoint, final_eval.json, tb/, train.log)")
         for note in notes:
@@ -258,10 +252,8 @@ class Run:
         finally:
             if self._log_file is not None:
                 log, self._log_file = self._log_file, None
-                try:
+                with contextlib.suppress(OSError):  # a full disk: the line was printed; the error says more
                     log.close()
-                except OSError:  # a full disk: the line was printed; the error that stopped the run says more
-                    pass
             self.folder.restore()  # set aside by overwrite=true and not yet deleted: no first checkpoint
             self.folder.lock.release()
 
@@ -423,6 +415,8 @@ class Run:
         """``save(done)`` writes the checkpoint. The run's first one completes its start: the earlier
         run's files set aside by overwrite=true are deleted, and Hydra's record of the command goes in."""
         save(done)
+        self.log(CPU_TAG, self.clock.seconds(), done)
+        self.writer.flush()
         saved = self.folder.existing()
         if saved:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
@@ -439,7 +433,8 @@ class Run:
         try:
             if self._stop is not None:
                 raise _CutShort
-            results = self.evaluate(player(), done, games, label, group)
+            with left_out():  # not a cost of training (ttt.clock)
+                results = self.evaluate(player(), done, games, label, group)
             self._cut_short = False  # inside the try: a signal up to here is caught below
             return results
         except _CutShort:
@@ -470,6 +465,8 @@ class Run:
         where = self._saved[0] if self._saved else (saved[0] if saved else self.dir)
         self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
                  f"checkpoint saved: {where}")
+        from ttt.run_dir import sweep_dir  # here: the import line above is full
+
         sweep = sweep_dir()
         if sweep is not None:
             self.say(f"ttt.train: to resume the whole sweep, run it again with resume=true hydra.sweep.dir={sweep}")
@@ -495,5 +492,4 @@ class Run:
 
 
 class _CutShort(BaseException):
-    """Raised by the signal handler inside an evaluation whose checkpoint is saved (not an Exception:
-    nothing on the way may swallow it)."""
+    """Raised by the signal handler in an evaluation whose checkpoint is saved (nothing may swallow it)."""

@@ -1,0 +1,67 @@
+"""The training clock (``ttt.clock``): CPU seconds of training with the evaluations left out, logged as
+``train/cpu_seconds`` at every checkpoint, and carried over when a run is resumed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttt import clock
+from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
+from ttt.curves import read_run
+from ttt.train import train
+
+
+class FakeCPU:
+    """``time.process_time`` under the test's control."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    fake = FakeCPU()
+    monkeypatch.setattr(clock.time, "process_time", fake)
+    monkeypatch.setattr(clock, "_LEFT_OUT", [0.0])
+    return fake
+
+
+def test_the_clock_counts_training_and_leaves_every_evaluation_out(cpu):
+    first = TrainingClock()
+    cpu.now += 5.0
+    second = TrainingClock(before=40.0)  # a resumed run: 40 s in its earlier sessions
+    cpu.now += 3.0
+    with left_out():  # an evaluation: 7 s that no clock of the process counts
+        cpu.now += 7.0
+    cpu.now += 2.0
+    assert first.seconds() == 5.0 + 3.0 + 2.0
+    assert second.seconds() == 40.0 + 3.0 + 2.0
+    with pytest.raises(RuntimeError):  # an evaluation that fails is left out all the same
+        with left_out():
+            cpu.now += 1.0
+            raise RuntimeError
+    assert first.seconds() == 10.0
+
+
+TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "eval_opponents=[random]",
+        "agent.final_eval_games=4", "num_envs=4"]
+
+
+def test_runs_log_their_cpu_time_at_each_checkpoint_and_a_resumed_run_goes_on_from_it(compose_train, tmp_path,
+                                                                                       monkeypatch):
+    train(compose_train([*TINY, "episodes=20"]))
+    tb = tmp_path / "run" / "tb"
+    curve = read_run(tb).curves[CPU_TAG]
+    (end,) = curve.steps.tolist()  # the final checkpoint only: 4 games side by side end at 20-23
+    spent = float(curve.values[0])
+    assert 20 <= end < 24 and spent > 0
+    assert logged_at(tb, end) == spent and logged_at(tb, end - 1) == 0.0 and logged_at(tmp_path / "none", 5) == 0.0
+    # resumed with a clock that does not move: every later point is the first session's figure exactly
+    monkeypatch.setattr(clock.time, "process_time", lambda: 7.0)
+    train(compose_train([*TINY, "resume=true", "episodes=60"]))
+    curve = read_run(tb).curves[CPU_TAG]
+    assert curve.steps.tolist()[0] == end and curve.steps[-1] >= 60 and len(curve) == 3  # 20, 40, 60
+    assert curve.values.tolist() == pytest.approx([spent] * len(curve))
