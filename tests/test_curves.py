@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -210,6 +211,18 @@ def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, ca
     out = tmp_path / "panels.png"
     main([str(table), "panels=regime", "where=bias:true", f"output={out}"])
     assert "6 runs in 3 settings" in capsys.readouterr().out
+    # several sources: their runs together, where= over all of them
+    other = tmp_path / "other.csv"
+    other.write_text(runs_csv([replace(r, setting=("network=c", *r.setting[1:]), facts={**r.facts, "network": "c"})
+                               for r in runs[:2]], "eval/benchmark/score", 1))
+    both = load_groups([table, other], "regime:self_play")
+    assert sorted({r.facts["network"] for runs in both.values() for r in runs}) == ["a", "b", "c"]
+    main([str(table), str(other), "where=network:a|c", f"output={out}"])
+    assert "6 runs in 3 settings" in capsys.readouterr().out
+    with pytest.raises(PlotError, match="no such folder"):
+        load_groups([table, tmp_path / "missing.csv"])
+    with pytest.raises(PlotError, match="name a folder"):
+        parse_args(["figure=defence"])
     assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 10_000
 
 

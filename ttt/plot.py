@@ -1,6 +1,6 @@
-"""Figures of training runs: ``python -m ttt.plot DIR [tags=[eval/benchmark/score]] [output=FIG.png]``.
+"""Figures of training runs: ``python -m ttt.plot DIR [DIR ...] [tags=[eval/benchmark/score]] [output=FIG.png]``.
 
-Reads every run under ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
+Reads every run under each ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
 sweep folder; or a CSV file of runs that ``experiments/summarize.py format=runs`` wrote) with
 TensorBoard's own reader, groups the runs by their settings (Hydra overrides
 without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
@@ -25,7 +25,7 @@ Arguments (``key=value`` after ``DIR``):
                      missed ones; exact -1), ``ttt.defence``
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
-``output=FIG.png``   where to write the figure (default ``DIR/<figure>.png``)
+``output=FIG.png``   where to write the figure (default ``<the first DIR>/<figure>.png``)
 ``where=KEY:V|V,...`` only the runs whose facts match: ``network``, ``regime``, ``bias`` or ``protocol``
                      (what ``summarize.py format=runs`` names a run by), each with one or more values
                      separated by ``|``; e.g. ``where=network:structured_deep`` or
@@ -82,12 +82,12 @@ def parse_list(value: str) -> list[str]:
     return [x.strip().strip("'\"") for x in value.strip().strip("[]").split(",") if x.strip().strip("'\"")]
 
 
-def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
-    """``DIR key=value ...`` -> (DIR, options); unknown keys and bad values raise ``PlotError``."""
-    root, opts = Path(argv[0]), dict(DEFAULTS)
-    for arg in argv[1:]:
+def parse_args(argv: list[str]) -> tuple[list[Path], dict[str, str]]:
+    """``DIR [DIR ...] key=value ...`` -> (the DIRs, options); unknown keys and bad values raise ``PlotError``."""
+    roots, opts = [Path(a) for a in argv if "=" not in a], dict(DEFAULTS)
+    for arg in (a for a in argv if "=" in a):
         key, sep, value = arg.partition("=")
-        if not sep or key not in opts:
+        if key not in opts:
             raise PlotError(f"unknown argument {arg!r}; use {' '.join(f'{k}=...' for k in DEFAULTS)}")
         opts[key] = value
     if opts["figure"] not in FIGURES:
@@ -101,16 +101,21 @@ def parse_args(argv: list[str]) -> tuple[Path, dict[str, str]]:
             raise PlotError(f"panels must be one of {', '.join(FACTS)}, got {opts['panels']!r}")
         if opts["figure"] != "curves" or len(parse_list(opts["tags"])) != 1:
             raise PlotError("panels= draws figure=curves of one tag")
-    return root, opts
+    if not roots:
+        raise PlotError("name a folder of runs (or a CSV file of runs) first")
+    return roots, opts
 
 
-def load_groups(root: Path, where: str = "") -> dict[str, list[RunLog]]:
-    """The runs under ``root`` (a folder, or a CSV file of runs: ``ttt.curves.runs_csv``) by setting,
-    those whose facts match ``where`` (``parse_where``); ``PlotError`` if there are none."""
-    if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
-        raise PlotError(f"{root}: no such folder (or CSV file of runs)")
+def load_groups(roots: Path | list[Path], where: str = "") -> dict[str, list[RunLog]]:
+    """The runs under ``roots`` (folders, or CSV files of runs: ``ttt.curves.runs_csv``; one or a list) by
+    setting, those whose facts match ``where`` (``parse_where``); ``PlotError`` if there are none."""
+    roots = [Path(roots)] if isinstance(roots, str | Path) else [Path(r) for r in roots]
+    for root in roots:
+        if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
+            raise PlotError(f"{root}: no such folder (or CSV file of runs)")
+    root = roots[0] if len(roots) == 1 else ", ".join(map(str, roots))
     try:
-        runs = find_runs(root)
+        runs = [run for r in roots for run in find_runs(r)]
         runs = match_runs(runs, parse_where(where))
     except ValueError as e:  # a CSV file that is not a table of runs, or no run matches where=
         raise PlotError(str(e)) from None
@@ -368,9 +373,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _draw_command(argv: list[str]) -> None:
-    root, opts = parse_args(argv)
-    groups = load_groups(root, opts["where"])
-    out = draw(groups, opts["figure"], Path(opts["output"] or root / f"{opts['figure']}.png"),
+    roots, opts = parse_args(argv)
+    groups = load_groups(roots, opts["where"])
+    out = draw(groups, opts["figure"], Path(opts["output"] or roots[0] / f"{opts['figure']}.png"),
                parse_list(opts["tags"]), opts["opponent"], panels=opts["panels"])
     print(f"ttt.plot: wrote {out} ({sum(len(v) for v in groups.values())} runs in {len(groups)} settings)")
 
