@@ -415,8 +415,6 @@ class Run:
         """``save(done)`` writes the checkpoint. The run's first one completes its start: the earlier
         run's files set aside by overwrite=true are deleted, and Hydra's record of the command goes in."""
         save(done)
-        self.log(CPU_TAG, self.clock.seconds(), done)
-        self.writer.flush()
         saved = self.folder.existing()
         if saved:
             self._saved = (max(saved, key=lambda p: p.stat().st_mtime), done)
@@ -424,6 +422,8 @@ class Run:
         if note:
             self.say(note)
         write_hydra_record(self.resume_dir)
+        self.log(CPU_TAG, self.clock.seconds(), done)  # on disk now: a resume reads it back (ttt.clock)
+        self.writer.flush()
 
     def evaluate_saved(self, player: Callable[[], Player], done: int, games: int | None = None,
                        label: str = "evaluation", group: str = "eval") -> dict[str, MatchResult]:
