@@ -113,14 +113,13 @@ def load_groups(roots: Path | list[Path], where: str = "") -> dict[str, list[Run
     for root in roots:
         if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
             raise PlotError(f"{root}: no such folder (or CSV file of runs)")
-    root = roots[0] if len(roots) == 1 else ", ".join(map(str, roots))
     try:
         runs = [run for r in roots for run in find_runs(r)]
         runs = match_runs(runs, parse_where(where))
     except ValueError as e:  # a CSV file that is not a table of runs, or no run matches where=
         raise PlotError(str(e)) from None
     if not runs:
-        raise PlotError(f"no runs under {root} (a run is a folder with a tb/ TensorBoard log)")
+        raise PlotError(f"no runs under {', '.join(map(str, roots))} (a run is a folder with a tb/ TensorBoard log)")
     return group_runs(runs)
 
 

@@ -64,11 +64,9 @@ class ArrayTrees:
 
     @classmethod
     def from_states(cls, states: list[State], simulations: int) -> ArrayTrees:
-        """The trees of single-game ``states`` (of one board)."""
-        game = states[0].game
-        boards = np.array([s.board for s in states], dtype=np.int8).reshape(len(states), game.num_cells)
-        return cls(game, boards, [s.to_play() for s in states], [s.num_moves for s in states], simulations,
-                   done=[s.is_terminal() for s in states], winner=[s.winner() for s in states])
+        """The trees of single-game ``states`` (of one board), read through the batched engine."""
+        g = BatchedGames.from_states(states)
+        return cls(g.game, g.board, g.to_play, g.num_moves, simulations, done=g.done, winner=g.winner)
 
     def _set_known(self, rows, nodes, games: BatchedGames) -> None:
         """Record the legal moves of the nodes (rows, nodes), whose positions ``games`` holds, and the
@@ -101,13 +99,11 @@ class ArrayTrees:
             noise = rng.dirichlet(np.full(int(legal.sum()), alpha))
             self.prior[r, 0, legal] = (1 - epsilon) * self.prior[r, 0, legal] + epsilon * noise
 
-    def simulate(self, rows, c_puct: float, evaluate: ArrayEvaluator, simulations: int | None = None) -> None:
-        """``simulations`` (default: the room made) simulations from each root of ``rows`` (expanded,
-        result unknown), in lock step: one evaluator call per simulation for all their new leaves."""
+    def simulate(self, rows, c_puct: float, evaluate: ArrayEvaluator) -> None:
+        """The trees' simulations (the room made for them) from each root of ``rows`` (expanded, result
+        unknown), in lock step: one evaluator call per simulation for all their new leaves."""
         rows = np.asarray(rows, dtype=np.int64)
-        for _ in range(self.simulations if simulations is None else int(simulations)):
-            if not len(rows):
-                return
+        for _ in range(self.simulations if len(rows) else 0):
             check_stop()
             self._simulation(rows, float(c_puct), evaluate)
 
