@@ -81,7 +81,7 @@ def measure(games: int, repeats: int, seed: int, experiment: str) -> list[dict]:
     cfg = recipe_config(experiment)
     game, acfg = make_game(cfg.game.name), agent_settings(cfg.agent, az.Config)
     torch.manual_seed(0)
-    net = build_policy_value_net(game, OmegaConf.to_container(cfg.network, resolve=True)).eval()
+    net = build_policy_value_net(game, OmegaConf.to_container(cfg.network, resolve=True), acfg.policy_head).eval()
     batches: list[int] = []
     forward = [0.0]
 

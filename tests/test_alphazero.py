@@ -161,6 +161,94 @@ def test_the_network_config_reaches_the_body_whole():
     assert saved == (76 - 4) * (4 * 2 + 2)  # the blocks and biases of the lines that share their orbit's
 
 
+def test_the_line_policy_head_reaches_only_the_cells_of_each_line():
+    """``policy_head="lines"``: the line layer's activations reach the policy through the detector layer's
+    blocks transposed, so the gradient of one cell's logit reaches the backward blocks of the lines
+    through that cell only (7 on 4x4x4: row, column, pillar and the diagonals through a corner), and the
+    head adds one (k x D) block per line, 76 * 4 * 4 weights with 4 detectors."""
+    game = make_game("4x4x4")
+    torch.manual_seed(0)
+    dense = build_policy_value_net(game, {"kind": "structured", "hidden": [8]})
+    lines = build_policy_value_net(game, {"kind": "structured", "hidden": [8]}, "lines")
+    extra = sum(p.numel() for p in lines.parameters()) - sum(p.numel() for p in dense.parameters())
+    assert extra == 76 * 4 * 4
+    logits, _ = lines(torch.randn(3, 64))
+    logits[:, 0].sum().backward()  # cell 0, a corner
+    touched = (lines.line_policy.weight.grad.abs().sum((1, 2)) > 0).nonzero().flatten().tolist()
+    through = [i for i, line in enumerate(game.lines) if 0 in list(line)]
+    assert touched == through and len(through) == 7
+    with pytest.raises(ValueError, match="structured"):
+        build_policy_value_net(game, {"kind": "mlp", "hidden": [8]}, "lines")
+
+
+def test_a_saved_player_keeps_its_policy_head_and_decisive_search(tmp_path):
+    from ttt.agents.alphazero import Config
+
+    game = make_game("4x4x4")
+    network = {"kind": "structured", "hidden": [8], "bias": True}
+    torch.manual_seed(0)
+    net = build_policy_value_net(game, network, "lines").eval()
+    cfg = Config(simulations=16, eval_simulations=16, policy_head="lines", decisive=True)
+    AlphaZeroPlayer(game, net, 16, 1.5, cfg, network).save(tmp_path / "az.pt")
+    loaded = load_player(tmp_path / "az.pt")
+    assert loaded.net.line_policy is not None and loaded.agent_cfg.decisive
+    x = torch.randn(4, 64)
+    for a, b in zip(net(x), loaded.net(x), strict=True):
+        assert torch.equal(a, b)
+    state = game.initial_state()
+    assert loaded.act(state) == AlphaZeroPlayer(game, net, 16, 1.5, cfg, network).act(state)
+
+
+def test_decisive_leaves_value_a_position_whose_mover_can_win_as_won_without_the_network():
+    """With ``decisive`` a new node whose mover can complete a line is a known win for that mover:
+    from a position where the opponent threatens the last cell, every move but the block leads to such a
+    node, so with a uniform prior and value 0 every move is tried once, each but the block is found lost,
+    and the rest of the budget goes to the block. The plain search, with the same budget and the first
+    of equal moves in cell order, meets no result but the network's 0 and never plays the block."""
+    game = make_game("4x4x4")
+    board = np.zeros(64, dtype=np.int8)
+    board[[60, 61, 62]] = -1  # the second player threatens cell 63
+    board[[1, 6, 27]] = 1  # the first player, to move
+    legal = board == 0
+    to_play = np.array([1], dtype=np.int8)
+    assert completing_moves(board[None], -to_play, legal[None], game)[0].nonzero()[0].tolist() == [63]
+    assert not completing_moves(board[None], to_play, legal[None], game).any()
+    for exact in (True, False):
+        trees = ArrayTrees(game, board[None], to_play, np.array([6]), 120, decisive=exact)
+        search_arrays(ConstantNet(64, 0.0), trees, 1.5)
+        visits = trees.N[0, 0]
+        q = trees.W[0, 0] / np.maximum(visits, 1)
+        if exact:
+            assert (visits[legal] >= 1).all() and (q[legal & (np.arange(64) != 63)] == -1).all() and q[63] == 0
+            assert visits[63] == 120 - (legal.sum() - 1) and trees.most_visited()[0] == 63
+        else:
+            assert (q == 0).all() and trees.most_visited()[0] != 63
+
+
+def test_decisive_leaves_value_two_threats_as_lost_as_mcts_does():
+    """The second half of ``mcts``'s decisive check: a new node whose mover cannot win at once but faces two
+    different winning cells of the opponent is a loss for the mover. Cell 0 is the first player's one fork
+    here (row 0-3 holds 1 and 2, column 0-12 holds 4 and 8): the node it leads to is found lost for the
+    second player at its first visit, so with a uniform prior and value 0 the search plays it; without the
+    check every result is the network's 0 and cell 0 wins only by being first in cell order."""
+    game = make_game("4x4x4")
+    board = np.zeros(64, dtype=np.int8)
+    board[[1, 2, 4, 8]] = 1  # the first player, to move
+    board[[21, 26, 38, 53]] = -1
+    legal = board == 0
+    to_play = np.array([1], dtype=np.int8)
+    assert not completing_moves(board[None], to_play, legal[None], game).any()
+    assert not completing_moves(board[None], -to_play, legal[None], game).any()
+    trees = ArrayTrees(game, board[None], to_play, np.array([8]), 150, decisive=True)
+    search_arrays(ConstantNet(64, 0.0), trees, 1.5)
+    q = trees.W[0, 0] / np.maximum(trees.N[0, 0], 1)
+    assert q[0] == 1 and (q[legal & (np.arange(64) != 0)] < 1).all() and trees.most_visited()[0] == 0
+    assert trees.N[0, 0, 0] > trees.N[0, 0, legal & (np.arange(64) != 0)].max() + 50
+    reference = ArrayTrees(game, board[None], to_play, np.array([8]), 150)
+    search_arrays(ConstantNet(64, 0.0), reference, 1.5)
+    assert (reference.W[0, 0] == 0).all()
+
+
 class PerLeafMaskEvaluator(NetworkEvaluator):
     """The leaf evaluator as first written: the legal mask filled one leaf at a time, a tensor per leaf."""
 
@@ -380,8 +468,9 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
 
     cfg = compose_train([f"+experiment={name}"])
     assert cfg.game.name == board and cfg.agent.name == "alphazero" and cfg.network.kind == kind
-    Config(**OmegaConf.to_container(cfg.agent))  # every key is a setting of the learner
-    net = build_policy_value_net(make_game(board), OmegaConf.to_container(cfg.network))
+    acfg = Config(**OmegaConf.to_container(cfg.agent))  # every key is a setting of the learner
+    net = build_policy_value_net(make_game(board), OmegaConf.to_container(cfg.network), acfg.policy_head)
+    assert (net.line_policy is not None) == (name == "alphazero_444")
     logits, v = net(torch.zeros(2, make_game(board).num_cells))
     assert logits.shape == (2, make_game(board).num_cells) and v.shape == (2,)
 
@@ -389,7 +478,7 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
 def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_script):
     cost = experiment_script("alphazero_selfplay_cost")
     (row,) = cost.measure(games=2, repeats=1, seed=0, experiment="alphazero_444")
-    assert row["simulations"] == 32 * row["moves"] and row["moves"] >= 2 * 7  # no Qubic game ends before move 7
+    assert row["simulations"] == 64 * row["moves"] and row["moves"] >= 2 * 7  # no Qubic game ends before move 7
     assert len(row["batches"]) == row["calls"] and max(row["batches"]) == 2 and 0 < row["forward_share"] < 1
     sp = "<module> (x.py:1);self_play (ttt/agents/alphazero.py:170);search_arrays (ttt/agents/alphazero.py:158);"
     raw = "\n".join([
@@ -408,8 +497,11 @@ def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_s
 
 
 @pytest.mark.slow
-def test_alphazero_444_beats_random(compose_train):
-    out = train(compose_train(["+experiment=alphazero_444"]))
+def test_alphazero_444_learns_to_beat_random_and_score_against_the_benchmark(compose_train):
+    """The recipe's first 1,000 games (seed 0): 0.765 against the benchmark player when measured at
+    probe time (docs/search.md, "Learning Qubic"); the bar leaves room for the evaluation's noise."""
+    out = train(compose_train(["+experiment=alphazero_444", "episodes=1000", "eval_every=1000",
+                               "eval_opponents=[random,benchmark]"]))
     both = {r["opponent"]: r for r in out["results"] if r["seat"] == "both"}
     assert both["random"]["win_rate"] >= 0.99, both["random"]
-    assert "benchmark" in both  # its score against the benchmark player is reported, not bounded
+    assert both["benchmark"]["score"] >= 0.5, both["benchmark"]

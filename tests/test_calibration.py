@@ -320,7 +320,7 @@ def test_json_output_has_the_keys(tmp_path):
     assert {"median", "classes"} <= set(saved["openings"])
     assert saved["rules_apply"] is False
     assert {"opponent", "auc", "pearson", "by_phase"} <= set(saved["discrimination"])
-    assert set(saved["discrimination"]["by_phase"]) == {"1-10", "11-20", "21+"}
+    assert set(saved["discrimination"]["by_phase"]) == {"1-10", "11-20", "21+", "11+"}
     assert {"forced_loss", "double_threat", "completed_line"} <= set(saved["one_move"])
 
 
@@ -395,9 +395,10 @@ def test_discrimination_by_phase_leaves_draws_out_of_the_auc():
     assert (d["positions"], d["won"], d["lost"]) == (6, 2, 3)
     assert d["auc"] == pytest.approx(1.0) and d["pearson"] == pytest.approx(value_quality.pearson(values, outcomes))
     phases = d["by_phase"]
-    assert [phases[p]["positions"] for p in ("1-10", "11-20", "21+")] == [2, 2, 2]
+    assert [phases[p]["positions"] for p in ("1-10", "11-20", "21+", "11+")] == [2, 2, 2, 4]
     assert phases["11-20"]["auc"] is None  # one lost, one drawn: no won position
     assert phases["21+"]["auc"] == pytest.approx(1.0)
+    assert phases["11+"]["auc"] == pytest.approx(1.0)  # 0.7 won above 0.1 and -0.2 lost; the draw left out
 
 
 def test_a_constant_value_tells_won_from_lost_no_better_than_chance():

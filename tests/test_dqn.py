@@ -387,6 +387,22 @@ def test_rule_targets_label_every_block_situation_afterstate():
     assert (t.rows == 9).all()
 
 
+def test_rule_targets_keep_at_most_cap_labels_per_position_drawn_among_the_known():
+    """``cap``: of the 5 labelled afterstates of the block situation above, at most 2 per position are kept,
+    each with its label; over many draws every one of the 5 is drawn, and no unlabelled move is."""
+    game = make_game("3x3")
+    board = np.array([[1, 0, 0, 0, 1, 0, 0, -1, -1]] * 40, dtype=np.int8)
+    x = np.ones(40, np.int8)
+    tactics = move_tactics(board, x, board == 0, game)
+    t = rule_targets(np.arange(40), board.astype(np.float32), tactics, GAMMA, game, rng=np.random.default_rng(0),
+                     cap=2)
+    exact = {6: GAMMA, 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
+    assert np.bincount(t.rows, minlength=40).tolist() == [2] * 40
+    drawn = [int(np.flatnonzero(o != board[0])[0]) for o in t.obs]
+    assert set(drawn) == set(exact)
+    assert [float(v) for v in t.targets] == pytest.approx([exact[c] for c in drawn])
+
+
 def test_rule_labels_join_the_ply_update():
     trainer = make_trainer(seats=[1], rule_labels=True)
     play_script(trainer, [0, 7, 4, 8])  # X (0, 4) to move faces O's threat on 6

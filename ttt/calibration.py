@@ -38,7 +38,7 @@ Three measures:
   afterstate of the player's moves, its value and its game's outcome for the player who moved. The
   *ROC AUC* of the values, won against lost (draws left out; the probability that a won position's
   value is above a lost one's, ties half: 0.5 tells nothing, as a constant does), and their Pearson
-  correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+).
+  correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+, 11+).
 * **One-move afterstates** (every board): from every non-terminal position of ``one_move`` random
   games, up to ``one_move`` afterstates of each class whose value one move decides: ``forced_loss``
   (the opponent then completes a line at once: exact -1), ``double_threat`` (no such reply, and two
@@ -64,7 +64,7 @@ JSON (``output=FILE.json``)::
                   "exact"}]},
      "discrimination": {"opponent": name, "games": G, "epsilon": e, "positions": N, "won": n, "lost": n,
                         "auc": ..., "pearson": ..., "by_phase": {"1-10": {"positions", "won", "lost", "auc",
-                        "pearson"}, "11-20": {...}, "21+": {...}}},
+                        "pearson"}, "11-20": {...}, "21+": {...}, "11+": {...}}},
      "one_move": {"positions": N, "forced_loss": {"afterstates": n, "exact": -1, "mean", "q25", "median",
                   "q75"}, "double_threat": {...}, "completed_line": {...}}}
 

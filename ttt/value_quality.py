@@ -142,7 +142,8 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ telling won from lost
-PHASES = (("1-10", 1, 10), ("11-20", 11, 20), ("21+", 21, None))  # the ply of the move (1: the first)
+# the ply of the move (1: the first); "11+" joins the last two, the span the values are judged on
+PHASES = (("1-10", 1, 10), ("11-20", 11, 20), ("21+", 21, None), ("11+", 11, None))
 
 
 def roc_auc(values: np.ndarray, won: np.ndarray) -> float | None:
@@ -174,7 +175,7 @@ def grouped_auc(values: np.ndarray, won: np.ndarray, groups: np.ndarray) -> floa
 def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) -> dict[str, Any]:
     """How well ``values`` tell won from lost: the ROC AUC over the decided outcomes (+1 won, -1 lost;
     draws left out) and Pearson's correlation with every outcome (draws as 0), overall and by the
-    phase of the move (``plies``: 1-10, 11-20, 21+)."""
+    phase of the move (``plies``: 1-10, 11-20, 21+, and 11+ the last two together)."""
     values, outcomes, plies = (np.asarray(x) for x in (values, outcomes, plies))
 
     def part(mask: np.ndarray) -> dict[str, Any]:

@@ -47,10 +47,19 @@ import numpy as np
 import torch
 
 from ttt.checkpoint import save_checkpoint
-from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT, agent_settings, check_choice, check_ranges
+from ttt.config import (
+    AT_LEAST_ONE,
+    NON_NEGATIVE,
+    POSITIVE,
+    UNIT,
+    ConfigError,
+    agent_settings,
+    check_choice,
+    check_ranges,
+)
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
-from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net
+from ttt.nets.policy_value import POLICY_HEADS, PolicyValueNet, build_policy_value_net
 from ttt.players.array_tree import ArrayTrees
 from ttt.players.base import Player
 from ttt.players.tree import PUCT, Node, expand, simulate
@@ -78,10 +87,14 @@ class Config:
     weight_decay: float = 1e-4
     augment: bool = True  # random board symmetry per sampled example
     policy_target: str = "played"  # "played": pi at the move's temperature; "visits": visit distribution
+    policy_head: str = "dense"  # "lines": the line detectors also reach their cells' logits (PolicyValueNet)
+    decisive: bool = False  # the search takes the result of a new node that the next move decides (won: the mover
+    # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
         check_choice("agent.", self, "policy_target", ("played", "visits"))
+        check_choice("agent.", self, "policy_head", POLICY_HEADS)
         check_ranges("agent.", self, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE,
                                       "c_puct": POSITIVE, "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
                                       "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
@@ -192,7 +205,8 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
     ply = 0
     while not games.done.all():
         live = np.flatnonzero(~games.done)
-        trees = ArrayTrees(game, games.board[live], games.to_play[live], games.num_moves[live], cfg.simulations)
+        trees = ArrayTrees(game, games.board[live], games.to_play[live], games.num_moves[live], cfg.simulations,
+                           decisive=cfg.decisive)
         search_arrays(net, trees, cfg.c_puct, rng, cfg.dirichlet_alpha, cfg.dirichlet_epsilon)
         temperature = 1.0 if ply < cfg.temperature_moves else 0.0
         actions = np.full(num_games, -1, dtype=np.int64)
@@ -262,7 +276,9 @@ def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[floa
 # ---------------------------------------------------------------------------- training loop
 def check(cfg, game: Game) -> None:
     """Refuse settings this learner cannot use, before any work (``ttt.learners.check_learner``)."""
-    agent_settings(cfg.agent, Config)
+    acfg = agent_settings(cfg.agent, Config)
+    if acfg.policy_head == "lines" and str(cfg.network.kind) != "structured":
+        raise ConfigError(f"agent.policy_head=lines needs network.kind=structured (got {cfg.network.kind})")
 
 
 def train(cfg, run) -> dict:
@@ -273,7 +289,7 @@ def train(cfg, run) -> dict:
     acfg = agent_settings(cfg.agent, Config)
     game = run.game
     network = OmegaConf.to_container(cfg.network, resolve=True)
-    net = build_policy_value_net(game, network).to(torch_device(run.device))
+    net = build_policy_value_net(game, network, acfg.policy_head).to(torch_device(run.device))
     opt = torch.optim.Adam(net.parameters(), lr=acfg.lr, weight_decay=acfg.weight_decay)
     buffer = ReplayBuffer(acfg.buffer_size, game.num_cells)
     rng = np.random.default_rng(int(cfg.seed))
@@ -356,7 +372,7 @@ class AlphaZeroPlayer(Player):
 
     def search(self, states: list[State]) -> ArrayTrees:
         """The trees of a search from each of ``states`` (of one board), searched in lock step."""
-        trees = ArrayTrees.from_states(states, self.simulations)
+        trees = ArrayTrees.from_states(states, self.simulations, self.agent_cfg.decisive)
         search_arrays(self.net, trees, self.c_puct)
         return trees
 
@@ -395,6 +411,6 @@ def player_from_checkpoint(payload: dict) -> AlphaZeroPlayer:
     """The PUCT player of a loaded ``alphazero`` checkpoint (``eval_simulations`` per move)."""
     game = make_game(payload["game"])
     acfg = agent_settings(payload["agent"], Config)
-    net = build_policy_value_net(game, payload["network"])
+    net = build_policy_value_net(game, payload["network"], acfg.policy_head)
     net.load_state_dict(payload["model"])
     return AlphaZeroPlayer(game, net, acfg.eval_simulations, acfg.c_puct, acfg, dict(payload["network"]))

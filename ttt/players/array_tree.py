@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ttt.games import BatchedGames, Game, State
+from ttt.games.threats import completing_moves
 from ttt.players.stop import check_stop
 
 ArrayEvaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -38,10 +39,12 @@ class ArrayTrees:
     (B, cells) int8 ``boards``, (B,) ``to_play`` and ``num_moves``, and where some are over, ``done``
     and ``winner`` (as ``BatchedGames`` holds them)."""
 
-    def __init__(self, game: Game, boards, to_play, num_moves, simulations: int, done=None, winner=None) -> None:
+    def __init__(self, game: Game, boards, to_play, num_moves, simulations: int, done=None, winner=None,
+                 decisive: bool = False) -> None:
         b, cells = len(boards), game.num_cells
         m = int(simulations) + 1
         self.game, self.simulations = game, int(simulations)
+        self.decisive = bool(decisive)
         self.board = np.zeros((b, m, cells), dtype=np.int8)
         self.to_play = np.zeros((b, m), dtype=np.int8)
         self.num_moves = np.zeros((b, m), dtype=np.int16)
@@ -63,17 +66,29 @@ class ArrayTrees:
         self._set_known(np.arange(b), np.zeros(b, dtype=np.int64), games)
 
     @classmethod
-    def from_states(cls, states: list[State], simulations: int) -> ArrayTrees:
+    def from_states(cls, states: list[State], simulations: int, decisive: bool = False) -> ArrayTrees:
         """The trees of single-game ``states`` (of one board), read through the batched engine."""
         g = BatchedGames.from_states(states)
-        return cls(g.game, g.board, g.to_play, g.num_moves, simulations, done=g.done, winner=g.winner)
+        return cls(g.game, g.board, g.to_play, g.num_moves, simulations, done=g.done, winner=g.winner,
+                   decisive=decisive)
 
     def _set_known(self, rows, nodes, games: BatchedGames) -> None:
         """Record the legal moves of the nodes (rows, nodes), whose positions ``games`` holds, and the
-        result of those where the game is over."""
-        self.legal[rows, nodes] = games.legal_mask()
+        result of those where the game is over; with ``decisive``, of the new nodes (not the roots, which
+        are searched) whose result the next move decides too, as ``mcts``'s decisive check has it: a win
+        for the mover if it can complete a line at once, else a loss if the opponent can complete lines
+        at two different cells."""
+        legal = games.legal_mask()
+        self.legal[rows, nodes] = legal
         done = games.done
         self.value[rows[done], nodes[done]] = games.winner[done]
+        if self.decisive:
+            mover = games.to_play
+            new = ~done & (nodes > 0)
+            won = new & completing_moves(games.board, mover, legal, self.game).any(1)
+            lost = new & ~won & (completing_moves(games.board, -mover, legal, self.game).sum(1) >= 2)
+            self.value[rows[won], nodes[won]] = mover[won]
+            self.value[rows[lost], nodes[lost]] = -mover[lost]
 
     # ------------------------------------------------------------------ the search
     def expand_roots(self, evaluate: ArrayEvaluator) -> np.ndarray:
