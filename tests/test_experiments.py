@@ -585,3 +585,20 @@ def test_the_rules_gamma_is_the_learners_default_gamma():
     from ttt.games.exact import GAMMA, Rules
 
     assert Rules().gamma == Config().gamma == GAMMA
+
+
+def test_value_columns_of_the_shipped_checkpoint(experiment_script, tmp_path, capsys):
+    """experiments/value_columns.py: one CSV row with the network alone's tactics (the shipped ``dqn_444``
+    takes 99.5% of the ``win`` suite's wins and makes 93.7% of the blocks alone: docs/dqn.md), its
+    calibration and one-move figures, and the final evaluation beside the checkpoint."""
+    import csv
+
+    columns = experiment_script("value_columns")
+    out = tmp_path / "rows.csv"
+    assert columns.main(["checkpoints/dqn_444", "--games", "6", "--one-move", "20", "--out", str(out)]) == 0
+    (row,) = list(csv.DictReader(out.open()))
+    assert float(row["win"]) >= 0.98 and 0.9 <= float(row["block"]) < 0.98
+    assert -1 <= float(row["forced_loss"]) <= 1 and float(row["ece"]) >= 0
+    assert {"auc_11+_alphabeta:1", "auc_11+_benchmark", "double_threat", "opening_median"} <= set(row)
+    assert capsys.readouterr().out.startswith("run,win,block,fork,block_fork")
+    assert columns.main([str(tmp_path / "nothing")]) == 2
