@@ -36,6 +36,7 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 =======================================  =====================================================
 ``eval/<opponent>/win_rate``             wins / games against ``<opponent>``, both seats
 ``eval/<opponent>/score``                (wins + draws / 2) / games
+``eval_cpu/<opponent>/score``            the same, its step the CPU milliseconds of training (``train/cpu_seconds``)
 ``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``)
 ``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
 ``eval/tactics/<suite>``                 a ``ttt.suites`` suite solved by the network alone (4x4x4, ``eval_tactics``)
@@ -336,7 +337,7 @@ class Run:
         rules), with progress lines (``label: opponent k/N games``); on the run's device when both
         players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
-        results = {}
+        results, cpu = {}, round(1000 * self.clock.seconds())  # eval_cpu/: the score against training's CPU ms
         for i, (name, opponent) in enumerate(self.opponents):
             r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                            agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device),
@@ -345,6 +346,7 @@ class Run:
             for seat in r.seats():
                 for key in ("win_rate", "draw_rate", "loss_rate", "score"):
                     self.log(eval_tag(name, key, seat.seat, group), getattr(seat, key), episode)
+            self.log(f"{group}_cpu/{name}/score", r.both.score, cpu)
         for tag, value in evaluation_scalars(player, self.game, bool(self.cfg.eval_tactics)).items():
             self.log(f"{group}/{tag}", value, episode)  # tactics/<suite>, values/<key>
         self.last_eval = results
