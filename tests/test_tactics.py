@@ -272,9 +272,9 @@ def test_training_evaluation_logs_tactics_rates_and_spec_opponents(compose_train
             assert (event.step, event.value) == (7, 1.0)
 
 
-def test_qubic_alphazero_is_evaluated_against_alphabeta_1(compose_train):
+def test_qubic_alphazero_is_evaluated_against_alphabeta_1_and_mcts(compose_train):
     cfg = compose_train(["+experiment=alphazero_444"])
-    assert {"random", "benchmark", "alphabeta:1"} <= set(cfg.eval_opponents) and cfg.eval_tactics
+    assert {"benchmark", "alphabeta:1", "mcts:200"} <= set(cfg.eval_opponents) and cfg.eval_tactics
 
 
 def test_html_output_is_a_gallery_of_the_missed_positions_with_the_move_played_and_the_right_ones(tmp_path, capsys):
