@@ -14,7 +14,9 @@ move is 0). The leaf is scored by the network, ``v(s)`` from the view of its pla
 its true result when the game is over there; the value is added to every move on the path with the
 sign of the player who chose it. In self-play Dirichlet noise is mixed into the root prior,
 ``P = (1 - epsilon) P + epsilon Dir(alpha)``. All live games of a batch search in lock step, so
-each simulation costs one network call for the whole batch.
+each simulation costs one network call for the whole batch. With ``decisive`` a new node that the
+next move decides (its mover can complete a line: won; else the opponent can complete lines at two
+cells: lost) takes that result without the network, as ``mcts``'s decisive check has it.
 
 Self-play. For the first ``temperature_moves`` moves of a game the move is drawn in proportion to
 the root visit counts (temperature 1), later it is the most visited move (temperature 0). Each
@@ -26,7 +28,8 @@ each sampled example is mapped by a random symmetry of the board, board and poli
 
 Network (``ttt.nets.policy_value``). A trunk from the ``network`` config group (``structured``: the
 line-detector layer of ``ttt.nets.structured``, or ``mlp``), Tanh layers of sizes ``network.hidden``, then a policy head
-(one logit per cell; illegal cells masked) and a value head (Tanh, in [-1, 1]). Loss: cross-entropy
+(one logit per cell; illegal cells masked; with ``policy_head="lines"`` the line detectors also reach
+their own cells' logits) and a value head (Tanh, in [-1, 1]). Loss: cross-entropy
 of the policy against pi plus the squared error of the value against z.
 
 Devices. With ``device=cuda`` the network lives on the GPU: each lock-step simulation sends its
