@@ -7,6 +7,7 @@ import pytest
 
 from ttt import clock
 from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
+from ttt.config import ConfigError
 from ttt.curves import read_run
 from ttt.train import train
 
@@ -79,3 +80,28 @@ def test_each_evaluation_logs_its_score_against_the_cpu_seconds_of_training(comp
     saved = [1000 * cpu.values[cpu.steps.tolist().index(s)] for s in by_games.steps]
     # read a moment after the save logged its figure (as float32): no earlier, and within 0.2 s of CPU
     assert all(-1 <= step - ms <= 200 for step, ms in zip(by_cpu.steps.tolist(), saved, strict=True))
+
+
+def test_eval_alone_plays_each_evaluation_again_with_the_network_alone(compose_train, tmp_path):
+    """``eval_alone=true``: beside ``eval/``, ``eval_alone/<opponent>/score`` is the same match played by the
+    network without its rules; at the end it is exactly the match of the checkpoint's player without rules."""
+    from ttt.agents import load_player
+    from ttt.evaluate import play_match
+    from ttt.games import make_game
+    from ttt.players import make_player
+
+    train(compose_train([*TINY, "episodes=40", "eval_alone=true"]))
+    run = read_run(tmp_path / "run" / "tb")
+    with_rules, alone = run.curves["eval/random/score"], run.curves["eval_alone/random/score"]
+    assert alone.steps.tolist() == with_rules.steps.tolist() and len(alone) == 2  # 20, 40 (the final)
+    assert len(run.curves["eval_alone_cpu/random/score"]) == 2
+    player = load_player(tmp_path / "run" / "checkpoint.pt")
+    assert player.rules.wins  # dqn_33 plays with its rules: the network alone is another player
+    game = make_game("3x3")
+    again = play_match(game, player.without_rules(), make_player("random", game), 4, seed=7)
+    assert alone.values[-1] == pytest.approx(again.both.score)
+
+
+def test_eval_alone_is_refused_for_a_learner_without_rules(compose_train):
+    with pytest.raises(ConfigError, match="eval_alone=true"):
+        train(compose_train(["+experiment=alphazero_33", "episodes=4", "eval_alone=true"]))

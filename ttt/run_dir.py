@@ -45,8 +45,9 @@ ASIDE = ".overwritten"  # the earlier run's files while an overwrite=true run st
 RUN_FILES = (*CHECKPOINT_NAMES, "final_eval.json", "train.log")  # plain files a run writes
 RUN_FOLDERS = ("tb",)
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
-RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "threads", "checkpoint_every",
-               "checkpoint_minutes", "log_every", "device", "agent.final_eval_games", "agent.eval_simulations"}
+RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "eval_alone", "threads",
+               "checkpoint_every", "checkpoint_minutes", "log_every", "device", "agent.final_eval_games",
+               "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 # options a later version removed, with the value whose behaviour it kept: a checkpoint that holds that value
 # resumes as before, one that holds another is refused (its run cannot be continued the same way)

@@ -2,20 +2,19 @@
 of evaluations, checkpoints, log lines and stops.
 
 A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any work starts
-(``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation opponents,
-which it builds), checks that the folder is writable and that nothing in it is in the way, and takes its
-lock; ``ttt.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module
-docstring there). A folder holding a checkpoint is refused unless ``resume=true`` (continue it) or
-``overwrite=true`` (start over: the earlier checkpoint, ``final_eval.json``, ``tb/`` and ``train.log`` are
-set aside, and deleted only once the new run has its first checkpoint; a stop or an error before then puts
-them back). Hydra's record of the command (``.hydra/``) goes into the folder at that first checkpoint too
-(``ttt.cli.guard_hydra_record``): a refused start leaves the folder's run exactly as it was. Resuming
-compares the config with the one saved in the checkpoint: a key that changes the result refuses, naming it;
-``episodes`` may grow, and keys that only change what is measured or printed may change (``RESUME_FREE``). A
-resumed run whose ``final_eval.json`` already covers ``episodes`` is skipped with one line (so rerunning a
-multirun with ``resume=true`` finishes only the jobs that had not finished). A run that fails before
-training begins removes the folder when it created it. Ctrl-C or SIGTERM before training begins stops at
-once (nothing to save).
+(``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation opponents, which it
+builds), checks that the folder is writable and that nothing in it is in the way, and takes its lock;
+``ttt.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module docstring there).
+A folder holding a checkpoint is refused unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the
+earlier checkpoint, ``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only once the new run
+has its first checkpoint; a stop or an error before then puts them back). Hydra's record of the command
+(``.hydra/``) goes into the folder at that first checkpoint too (``ttt.cli.guard_hydra_record``): a refused start
+leaves the folder's run exactly as it was. Resuming compares the config with the one saved in the checkpoint: a key
+that changes the result refuses, naming it; ``episodes`` may grow, and keys that only change what is measured or
+printed may change (``RESUME_FREE``). A resumed run whose ``final_eval.json`` already covers ``episodes`` is skipped
+with one line (so rerunning a multirun with ``resume=true`` finishes only the jobs that had not finished). A run
+that fails before training begins removes the folder when it created it. Ctrl-C or SIGTERM before training begins
+stops at once (nothing to save).
 
 Nothing written is lost: checkpoints and ``final_eval.json`` are written atomically
 (``ttt.checkpoint.atomic_write``). A file that cannot be written while training (a full disk, an I/O error)
@@ -45,6 +44,7 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won against
                                          lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
+``eval_alone/...``                       dqn, ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/cpu_seconds``                    CPU seconds of training, evaluations left out (``ttt.clock``)
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
@@ -338,15 +338,18 @@ class Run:
         players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results, cpu = {}, round(1000 * self.clock.seconds())  # eval_cpu/: the score against training's CPU ms
+        alone = player.without_rules() if self.cfg.eval_alone and group == "eval" else None  # dqn: no rules
         for i, (name, opponent) in enumerate(self.opponents):
-            r = play_match(self.game, player, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
-                           agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device),
-                           progress=self._evaluation_progress(label, name))
-            results[name] = r
-            for seat in r.seats():
-                for key in ("win_rate", "draw_rate", "loss_rate", "score"):
-                    self.log(eval_tag(name, key, seat.seat, group), getattr(seat, key), episode)
-            self.log(f"{group}_cpu/{name}/score", r.both.score, cpu)
+            for who, tags in ((player, group), (alone, "eval_alone"))[:2 if alone else 1]:
+                said = label if who is player else f"{label} (network alone)"
+                r = play_match(self.game, who, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
+                               agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device),
+                               progress=self._evaluation_progress(said, name))
+                results.setdefault(name, r)
+                for seat in r.seats():
+                    for key in ("win_rate", "draw_rate", "loss_rate", "score"):
+                        self.log(eval_tag(name, key, seat.seat, tags), getattr(seat, key), episode)
+                self.log(f"{tags}_cpu/{name}/score", r.both.score, cpu)
         for tag, value in evaluation_scalars(player, self.game, bool(self.cfg.eval_tactics)).items():
             self.log(f"{group}/{tag}", value, episode)  # tactics/<suite>, values/<key>
         self.last_eval = results
