@@ -24,7 +24,7 @@ from ttt.players import PLAYERS, Player, make_player
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 FIELDS = {"opponent", "seat", "games", "wins", "draws", "losses", "win_rate", "win_rate_ci", "score",
-          "games_per_sec"}
+          "games_per_sec", "agent_ms_per_move", "opponent_ms_per_move"}
 
 
 def compose_benchmark(*overrides: str):
@@ -118,8 +118,9 @@ def test_json_fields_and_agreement_with_play_match(tmp_path):
 def test_same_seed_same_results():
     cfg = compose_benchmark("player=random", "game=4x4", "opponents=[benchmark]", "games=40", "seed=3")
     a, b = bm.benchmark(cfg), bm.benchmark(cfg)
-    strip = [{k: v for k, v in r.items() if k != "games_per_sec"} for r in a["results"]]
-    assert strip == [{k: v for k, v in r.items() if k != "games_per_sec"} for r in b["results"]]
+    timed = ("games_per_sec", "agent_ms_per_move", "opponent_ms_per_move")
+    strip = [{k: v for k, v in r.items() if k not in timed} for r in a["results"]]
+    assert strip == [{k: v for k, v in r.items() if k not in timed} for r in b["results"]]
 
 
 def test_checkpoint_agent_takes_its_board(table_checkpoint, capsys):

@@ -76,6 +76,10 @@ def test_perfect_self_play_scores_half():
     g = make_game("3x3")
     r = play_match(g, make_player("perfect", g), make_player("perfect", g), 20, seed=1)
     assert r.both.draws == 20 and r.both.score == 0.5 and r.games_per_sec > 0
+    # every drawn game lasts 9 moves: 5 for the first seat, 4 for the second, 10 games in each seat
+    assert r.agent_moves == r.opponent_moves == 10 * 5 + 10 * 4
+    assert r.agent_ms_per_move > 0 and r.opponent_ms_per_move > 0
+    assert r.rows()[2]["agent_ms_per_move"] == r.agent_ms_per_move
 
 
 def test_rows_give_each_seat_then_both_with_the_match_figures():

@@ -61,13 +61,14 @@ def format_table(rows: list[dict]) -> str:
     """The results as a fixed-width text table."""
     w = max([16, *(len(r["opponent"]) for r in rows)])  # the opponent column fits the longest label
     head = (f"{'opponent':<{w}} {'seat':<7} {'W / D / L':>19} {'win rate':>8}  {'95% CI':<16} {'score':>6} "
-            f"{'games/s':>9}")
+            f"{'games/s':>9} {'ms/move':>8} {'opp ms/move':>11}")
     lines = [head, "-" * len(head)]
     for r in rows:
         wdl = f"{r['wins']} / {r['draws']} / {r['losses']}"
         ci = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
         lines.append(f"{r['opponent']:<{w}} {r['seat']:<7} {wdl:>19} {r['win_rate']:>8.3f}  "
-                     f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f}")
+                     f"{ci:<16} {r['score']:>6.3f} {r['games_per_sec']:>9.1f} {r['agent_ms_per_move']:>8.2f} "
+                     f"{r['opponent_ms_per_move']:>11.2f}")
     return "\n".join(lines)
 
 

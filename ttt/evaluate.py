@@ -84,6 +84,10 @@ class MatchResult:
     first: SeatResult = field(default_factory=lambda: SeatResult("first"))
     second: SeatResult = field(default_factory=lambda: SeatResult("second"))
     seconds: float = 0.0
+    agent_seconds: float = 0.0  # wall-clock time in the agent's moves, and how many it made (play_games' clock)
+    agent_moves: int = 0
+    opponent_seconds: float = 0.0
+    opponent_moves: int = 0
 
     @property
     def both(self) -> SeatResult:
@@ -96,6 +100,16 @@ class MatchResult:
     def games_per_sec(self) -> float:
         return self.both.games / self.seconds if self.seconds > 0 else float("inf")
 
+    @property
+    def agent_ms_per_move(self) -> float:
+        """Milliseconds per agent move: the time of each batch of moves over its moves (a player that
+        searches the games of a batch together shares the time among them)."""
+        return 1000 * self.agent_seconds / self.agent_moves if self.agent_moves else float("nan")
+
+    @property
+    def opponent_ms_per_move(self) -> float:
+        return 1000 * self.opponent_seconds / self.opponent_moves if self.opponent_moves else float("nan")
+
     def seats(self) -> list[SeatResult]:
         return [r for r in (self.first, self.second, self.both) if r.games]
 
@@ -103,7 +117,9 @@ class MatchResult:
         """Machine-readable rows, one per seat played and one over both seats (the JSON results
         of ``ttt.benchmark`` and ``final_eval.json``)."""
         label = self.opponent if opponent is None else opponent
-        return [dict(opponent=label, **s.as_dict(), games_per_sec=self.games_per_sec) for s in self.seats()]
+        return [dict(opponent=label, **s.as_dict(), games_per_sec=self.games_per_sec,
+                     agent_ms_per_move=self.agent_ms_per_move, opponent_ms_per_move=self.opponent_ms_per_move)
+                for s in self.seats()]
 
     def summary(self) -> str:
         b = self.both
@@ -182,10 +198,12 @@ class Recorded(Player):
 
 
 def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
-               progress: Callable[[int], None] | None = None, device=None) -> np.ndarray:
+               progress: Callable[[int], None] | None = None, device=None,
+               clock: list[list[float]] | None = None) -> np.ndarray:
     """Play ``num_games`` games with ``first`` moving first; returns the winners (+1, -1, 0).
 
     ``progress(finished)`` is called after every ply with the number of games over so far.
+    ``clock``: ``[[seconds, moves], [seconds, moves]]`` of the first and the second player, added to.
     ``device`` None: numpy games and a numpy ``rng``; else games on that torch device and ``rng`` a
     ``torch.Generator`` there (both players must be ``batched_on_device``).
     """
@@ -196,7 +214,12 @@ def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
     while not games.done.all():
         # games that start together stay in step: every live game has the same player to move
         mover = first if ply % 2 == 0 else second
-        games.play(mover.act_batch(games, rng))
+        t0, live = time.perf_counter(), int((~games.done).sum())
+        actions = mover.act_batch(games, rng)
+        if clock is not None:
+            clock[ply % 2][0] += time.perf_counter() - t0
+            clock[ply % 2][1] += live
+        games.play(actions)
         ply += 1
         if progress is not None:
             progress(int(games.done.sum()))
@@ -234,7 +257,12 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
             continue
         offset = n_first if seat == "second" else 0
         report = None if progress is None else (lambda k, offset=offset: progress(offset + k, num_games))
-        w = play_games(game, p1, p2, n, rng, report, device) * sign
+        clock = [[0.0, 0], [0.0, 0]]
+        w = play_games(game, p1, p2, n, rng, report, device, clock) * sign
+        mine, theirs = clock if seat == "first" else clock[::-1]
+        result.agent_seconds, result.agent_moves = result.agent_seconds + mine[0], result.agent_moves + int(mine[1])
+        result.opponent_seconds += theirs[0]
+        result.opponent_moves += int(theirs[1])
         r = getattr(result, seat)
         r.games, r.wins, r.draws, r.losses = n, int((w > 0).sum()), int((w == 0).sum()), int((w < 0).sum())
     result.seconds = time.perf_counter() - t0
