@@ -1,12 +1,14 @@
 """Strength per CPU-hour: the score of learners against the CPU time their training cost.
 
     python experiments/strength_per_cpu.py "plain TD=runs/plain" "dqn_444=runs/a+runs/b" "alphazero_444=runs/az"
-        [--tag eval/alphabeta:1/score] [--hours 0.25,0.5,1,2,3] [--figure FIG.png] [--csv TABLE.csv]
+        ["dqn_444 alone=runs/a@eval_alone/alphabeta:1/score"] [--tag eval/alphabeta:1/score]
+        [--hours 0.25,0.5,1,2,3] [--figure FIG.png] [--csv TABLE.csv]
 
 Each ``LABEL=DIR`` names a learner and the folder of its runs; every run under ``DIR`` (a folder with a
 ``tb/`` TensorBoard log, ``ttt.curves.find_runs``) is one seed of that learner, and several folders of one
-learner are joined with ``+``. From each run it reads the score curve of ``--tag`` (the evaluations'
-score, at their training-game counts) and ``train/cpu_seconds`` (``ttt.clock``: the process's CPU
+learner are joined with ``+``. From each run it reads the score curve of ``--tag``, or of the tag after
+the learner's ``@`` (the evaluations' score, at their training-game counts; ``eval_alone/...``: a dqn run's
+network without its rules, ``eval_alone=true``) and ``train/cpu_seconds`` (``ttt.clock``: the process's CPU
 seconds of training with every evaluation left out, logged at every checkpoint). A score point's CPU
 time is the clock's figure at its training games: the logged figure where the clock was logged at that
 step (runs save a checkpoint before every evaluation, so this is the usual case), else the linear
@@ -175,13 +177,15 @@ def mean_curve(curves: Sequence[CpuCurve], points: int = 200) -> Curve | None:
 
 
 # ------------------------------------------------------------------------------------ reading the runs
-def parse_learner(text: str) -> tuple[str, list[Path]]:
-    """``LABEL=DIR[+DIR...]`` -> (label, folders); ``argparse.ArgumentTypeError`` when malformed."""
-    label, sep, dirs = text.partition("=")
+def parse_learner(text: str) -> tuple[str, list[Path], str | None]:
+    """``LABEL=DIR[+DIR...][@TAG]`` -> (label, folders, tag or None); ``argparse.ArgumentTypeError`` when
+    malformed."""
+    label, sep, rest = text.partition("=")
+    dirs, at, tag = rest.partition("@")
     folders = [Path(d.strip()) for d in dirs.split("+") if d.strip()]
-    if not sep or not label.strip() or not folders:
-        raise argparse.ArgumentTypeError(f"expected LABEL=DIR[+DIR...], got {text!r}")
-    return label.strip(), folders
+    if not sep or not label.strip() or not folders or (at and not tag.strip()):
+        raise argparse.ArgumentTypeError(f"expected LABEL=DIR[+DIR...][@TAG], got {text!r}")
+    return label.strip(), folders, tag.strip() or None
 
 
 def parse_hours(text: str) -> list[float]:
@@ -195,13 +199,16 @@ def parse_hours(text: str) -> list[float]:
     return hours
 
 
-def load_learners(learners: Sequence[tuple[str, list[Path]]], tag: str) -> dict[str, list[CpuCurve]]:
-    """Every run of every learner as a ``CpuCurve`` of ``tag``; notes on stderr for points left out and
+def load_learners(learners: Sequence[tuple[str, list[Path], str | None]], default_tag: str
+                  ) -> dict[str, list[CpuCurve]]:
+    """Every run of every learner as a ``CpuCurve`` of its tag (``default_tag`` unless the learner names
+    one after ``@``); notes on stderr for points left out and
     for runs side by side. ``StrengthError`` for a missing folder, a folder without runs, a learner
     named twice, a run ``check_run`` refuses, or one with no score point of known CPU time."""
     out: dict[str, list[CpuCurve]] = {}
     groups: set[Path] = set()  # the folders of runs side by side, each noted once
-    for label, folders in learners:
+    for label, folders, own_tag in learners:
+        tag = own_tag or default_tag
         if label in out:
             raise StrengthError(f"learner {label!r} is named twice; join its folders with + (LABEL=DIR+DIR)")
         curves = []
@@ -312,8 +319,8 @@ def draw(learners: dict[str, list[CpuCurve]], tag: str, output: Path) -> Path:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="strength_per_cpu.py", description=plain_help(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("learners", nargs="+", type=parse_learner, metavar="LABEL=DIR[+DIR...]",
-                   help="a learner's label and the folder(s) of its runs (each run one seed)")
+    p.add_argument("learners", nargs="+", type=parse_learner, metavar="LABEL=DIR[+DIR...][@TAG]",
+                   help="a learner's label, the folder(s) of its runs (each run one seed), and its own score tag")
     p.add_argument("--tag", default=DEFAULT_TAG, help=f"the score tag (default {DEFAULT_TAG})")
     p.add_argument("--hours", type=parse_hours, default=parse_hours(DEFAULT_HOURS),
                    help=f"CPU-hour budgets, separated by commas (default {DEFAULT_HOURS})")

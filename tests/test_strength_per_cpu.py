@@ -33,8 +33,10 @@ def cpu_curve(spc, hours: list[float], scores: list[float], total: float):
     return spc.CpuCurve(run_log({0: 0.0}, {0: 0.0}), np.array(hours), np.array(scores), total, 0)
 
 
-def write_run(folder: Path, cpu: dict[int, float] | None, scores: dict[int, float]) -> None:
-    """A run folder with a TensorBoard log written as training runs write theirs (``ttt.event_file``)."""
+def write_run(folder: Path, cpu: dict[int, float] | None, scores: dict[int, float],
+              tag: str = TAG, also: dict[int, float] | None = None) -> None:
+    """A run folder with a TensorBoard log written as training runs write theirs (``ttt.event_file``):
+    ``scores`` under ``TAG``, ``also`` under ``tag``."""
     from ttt.event_file import EventFile
 
     log = EventFile(folder / "tb")
@@ -42,6 +44,8 @@ def write_run(folder: Path, cpu: dict[int, float] | None, scores: dict[int, floa
         log.add_scalar(CPU_TAG, seconds, step)
     for step, score in scores.items():
         log.add_scalar(TAG, score, step)
+    for step, score in (also or {}).items():
+        log.add_scalar(tag, score, step)
     log.close()
 
 
@@ -130,8 +134,10 @@ def test_the_command_refuses_a_run_without_the_clock_in_one_line(spc, tmp_path, 
 
 
 def test_the_command_takes_learners_as_label_and_folders(spc, tmp_path, capsys):
-    assert spc.parse_learner("dqn 444=runs/a+runs/b") == ("dqn 444", [Path("runs/a"), Path("runs/b")])
-    for bad in (["no_label_here"], ["x=a", "--hours", "1,-2"]):
+    assert spc.parse_learner("dqn 444=runs/a+runs/b") == ("dqn 444", [Path("runs/a"), Path("runs/b")], None)
+    assert spc.parse_learner("alone=runs/a@eval_alone/alphabeta:1/score") == (
+        "alone", [Path("runs/a")], "eval_alone/alphabeta:1/score")
+    for bad in (["no_label_here"], ["x=a", "--hours", "1,-2"], ["x=a@"]):
         with pytest.raises(SystemExit) as err:
             spc.main(bad)
         assert err.value.code == 2
@@ -180,3 +186,13 @@ def test_the_figure_is_written(spc, tmp_path, capsys):
     spc.main([f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", "--figure", str(figure)])
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {figure}" in capsys.readouterr().err
+
+
+def test_a_learner_may_name_its_own_tag_after_an_at_sign(spc, tmp_path, capsys):
+    """The same runs read twice: with their rules (the default tag) and by the network alone (``eval_alone/``)."""
+    alone = "eval_alone/alphabeta:1/score"
+    write_run(tmp_path / "dqn" / "r0", {100: 360.0}, {100: 0.75}, alone, {100: 0.25})
+    spc.main([f"rules={tmp_path / 'dqn'}", f"alone={tmp_path / 'dqn'}@{alone}", "--hours", "0.1"])
+    out = capsys.readouterr().out.splitlines()
+    assert "| rules | 1 | 0.1 | 0.750 | 0.750 | 0.750 |" in out
+    assert "| alone | 1 | 0.1 | 0.250 | 0.250 | 0.250 |" in out
