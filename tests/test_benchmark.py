@@ -179,6 +179,10 @@ def test_parse_spec():
     assert specs.parse_spec("runs/x/checkpoint.pt") == ("checkpoint", "runs/x/checkpoint.pt", {})
     assert specs.parse_spec({"checkpoint": "a.npz"}) == ("checkpoint", "a.npz", {})
     assert specs.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
+    assert specs.parse_spec({"checkpoint": "a.pt", "simulations": 9}) == ("checkpoint", "a.pt", {"simulations": 9})
+    assert specs.spec_label({"checkpoint": "runs/az/checkpoint.pt", "simulations": 9}) == "az:simulations=9"
+    with pytest.raises(ValueError, match=r"a checkpoint takes only the options \(simulations\), not depth"):
+        specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
 
 
@@ -319,3 +323,22 @@ def test_long_matches_and_round_robins_report_progress(monkeypatch, capsys):
     assert err[-1].startswith("  vs benchmark: 4/4 games over")
     bm.benchmark(compose_benchmark("game=3x3", "round_robin=[random,benchmark]", "games=2"))
     assert "  random vs benchmark: 2/2 games over" in capsys.readouterr().err
+
+
+def test_a_searching_checkpoint_plays_with_the_simulations_its_spec_gives(tmp_path, table_checkpoint):
+    from ttt.agents.alphazero import AlphaZeroPlayer, build_policy_value_net
+
+    game = make_game("3x3")
+    network = {"kind": "mlp", "hidden": [8]}
+    path = tmp_path / "az" / "checkpoint.pt"
+    path.parent.mkdir()
+    AlphaZeroPlayer(game, build_policy_value_net(game, network), simulations=12, network=network).save(path)
+    _, [(label, saved), (label_9, nine)] = specs.load_agents([str(path), {"checkpoint": str(path), "simulations": 9}],
+                                                              None)
+    assert (label, saved.simulations) == ("az", 12) and (label_9, nine.simulations) == ("az:simulations=9", 9)
+    visits = nine.search([game.initial_state()]).N[0, 0].sum()  # the root's children: one visit per simulation
+    assert visits == 9
+    with pytest.raises(ValueError, match="simulations must be an integer >= 1, got 0"):
+        specs.load_agents([{"checkpoint": str(path), "simulations": 0}], None)
+    with pytest.raises(ValueError, match="simulations is an option of a searching learner"):
+        specs.load_agents([{"checkpoint": str(table_checkpoint), "simulations": 9}], None)

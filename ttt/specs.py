@@ -8,7 +8,9 @@ A *spec* is one of:
   (``depth``, ``simulations``); more values fill the next options in order;
 * ``'mcts:simulations=200:c=1.4'`` or ``{name: mcts, simulations: 200}``: options by name;
 * a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint: PATH}``: a saved learner
-  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it).
+  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it);
+  ``{checkpoint: PATH, simulations: N}``: a searching learner's (``alphazero``) with N simulations per move
+  instead of the checkpoint's own (``CHECKPOINT_OPTIONS``).
 
 Every error a user can cause (unknown player, bad option, board mismatch) is a one-line ValueError
 or CheckpointError.
@@ -47,6 +49,22 @@ def _parse_value(text: str) -> Any:
     return text
 
 
+# options of a checkpoint's spec: the player attribute each sets, and who has it
+CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)"}
+
+
+def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
+    """``player`` with the spec's options set (a one-line ValueError for a player without them)."""
+    for key, value in options.items():
+        if not hasattr(player, key):
+            raise ValueError(f"player spec {spec_text(spec)}: {key} is an option of {CHECKPOINT_OPTIONS[key]}, "
+                             f"not of this {type(player).__name__}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"player spec {spec_text(spec)}: {key} must be an integer >= 1, got {value!r}")
+        setattr(player, key, value)
+    return player
+
+
 def _is_checkpoint_path(text: str) -> bool:
     return text.endswith((".pt", ".npz")) or "/" in text or "\\" in text
 
@@ -59,9 +77,12 @@ def parse_spec(spec: Any) -> tuple[str, str, dict]:
     if isinstance(spec, dict):
         spec = dict(spec)
         if "checkpoint" in spec:
-            if len(spec) > 1:
-                raise ValueError(f"player spec {spec}: a checkpoint takes no options")
-            return "checkpoint", str(spec["checkpoint"]), {}
+            options = {k: v for k, v in spec.items() if k != "checkpoint"}
+            unknown = sorted(set(options) - set(CHECKPOINT_OPTIONS))
+            if unknown:
+                raise ValueError(f"player spec {spec}: a checkpoint takes only the options "
+                                 f"({', '.join(CHECKPOINT_OPTIONS)}), not {', '.join(map(str, unknown))}")
+            return "checkpoint", str(spec["checkpoint"]), options
         if "name" not in spec:
             raise ValueError(f"player spec {spec}: needs a 'name' (or a 'checkpoint')")
         name = str(spec.pop("name"))
@@ -140,7 +161,7 @@ def spec_label(spec: Any) -> str:
     """A short name for a spec in tables: the spec string itself, or name:key=value for dicts."""
     kind, target, options = parse_spec(spec)
     if kind == "checkpoint":
-        return checkpoint_label(target)
+        return ":".join([checkpoint_label(target), *(f"{k}={v}" for k, v in options.items())])
     if isinstance(spec, str):
         return spec.strip()
     return ":".join([target, *(f"{k}={v}" for k, v in options.items())])
@@ -166,9 +187,9 @@ def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tup
         raise ValueError(f"unknown board {game_name!r}; choose one of {', '.join(BOARDS)}")
     parsed = [parse_spec(s) for s in specs]
     loaded: dict[int, Player] = {}
-    for i, (kind, target, _) in enumerate(parsed):
+    for i, (kind, target, options) in enumerate(parsed):
         if kind == "checkpoint":
-            loaded[i] = load_player(checkpoint_file(target), game=game_name)
+            loaded[i] = _checkpoint_options(load_player(checkpoint_file(target), game=game_name), options, specs[i])
             if game_name is None:
                 game_name = loaded[i].game.name
             elif loaded[i].game.name != game_name:
