@@ -15,7 +15,8 @@ step (runs save a checkpoint before every evaluation, so this is the usual case)
 interpolation in training games between the two logged steps around it. Points outside the logged
 steps have no known CPU time and are left out; stderr says how many, per run. Runs side by side
 (``seeds=K``: ``seed_<s>`` folders of one group) share one process and each logs the group's CPU time;
-a run's own share is that figure over K (K: the group's ``seed_<s>`` folders with a ``tb/`` log).
+a run's own share is that figure over K (K: ``seeds`` in the group folder's Hydra record; runs trained
+one by one into ``seed_<s>`` folders have records of their own and count alone).
 
 A run without ``train/cpu_seconds`` (trained before the clock existed), without the score tag, or
 resumed from a checkpoint made before the clock existed (its clock starts again from 0 past game 0,
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from ttt.cli import check_writable_file, plain_help, run_cli, write_with_fallback
 from ttt.clock import CPU_TAG
@@ -97,10 +99,16 @@ class Row(NamedTuple):
 
 # ------------------------------------------------------------------------------------ the computation
 def side_by_side(run: RunLog) -> int:
-    """How many runs shared the process of ``run``: the ``seed_<s>`` folders with a ``tb/`` log beside
-    its own when it is one of them (``seeds=K``), else 1."""
+    """How many runs shared the process of ``run``. A ``seed_<s>`` folder is one run of a group when its
+    parent holds the group's Hydra record (``.hydra/config.yaml``, ``seeds=K``); one with a record of its
+    own is a run alone (``python -m ttt.train ... run_dir=DIR/seed_<s>``); without either record, the
+    ``seed_<s>`` folders with a ``tb/`` log beside its own."""
     if not SEED_FOLDER.fullmatch(run.dir.name) or not run.dir.parent.is_dir():
         return 1
+    for record, alone in ((run.dir / ".hydra" / "config.yaml", True),
+                          (run.dir.parent / ".hydra" / "config.yaml", False)):
+        if record.is_file():
+            return 1 if alone else max(1, int(OmegaConf.load(record).get("seeds", 1)))
     return max(1, sum(1 for p in run.dir.parent.iterdir() if SEED_FOLDER.fullmatch(p.name) and (p / "tb").is_dir()))
 
 

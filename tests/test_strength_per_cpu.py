@@ -196,3 +196,17 @@ def test_a_learner_may_name_its_own_tag_after_an_at_sign(spc, tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert "| rules | 1 | 0.1 | 0.750 | 0.750 | 0.750 |" in out
     assert "| alone | 1 | 0.1 | 0.250 | 0.250 | 0.250 |" in out
+
+
+def test_seed_folders_of_runs_alone_are_told_from_runs_side_by_side_by_their_hydra_records(spc, tmp_path):
+    for s in range(3):  # three runs trained one by one into alone/seed_<s>, each with its own record
+        write_run(tmp_path / "alone" / f"seed_{s}", {100: 720.0}, {100: 0.5})
+        (tmp_path / "alone" / f"seed_{s}" / ".hydra").mkdir()
+        (tmp_path / "alone" / f"seed_{s}" / ".hydra" / "config.yaml").write_text(f"seeds: 1\nseed: {s}\n")
+    for s in range(2):  # a group of seeds=3 (the group's record in its folder), two of whose runs have logs yet
+        write_run(tmp_path / "group" / f"seed_{s}", {100: 720.0}, {100: 0.5})
+    (tmp_path / "group" / ".hydra").mkdir()
+    (tmp_path / "group" / ".hydra" / "config.yaml").write_text("seeds: 3\n")
+    curves = spc.load_learners([("alone", [tmp_path / "alone"], None), ("group", [tmp_path / "group"], None)], TAG)
+    assert [c.total_hours for c in curves["alone"]] == [0.2, 0.2, 0.2]  # 720 s each
+    assert [c.total_hours for c in curves["group"]] == pytest.approx([0.2 / 3, 0.2 / 3])
