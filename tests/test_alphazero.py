@@ -417,6 +417,7 @@ def test_train_smoke_determinism_resume_and_load(compose_train, tmp_path):
     assert ckpt.is_file() and out["episodes"] == 20
     assert [r["games"] for r in out["results"] if r["seat"] == "both"] == [4]
     assert json.loads((tmp_path / "run" / "final_eval.json").read_text()) == out
+    assert out["seed"] == 0 and out["updates"] > 0 and "command" in out  # what a shipped run's file names
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(tmp_path / "run" / "tb"))

@@ -346,7 +346,7 @@ def train(cfg, run) -> dict:
         run.tick(episode, player, checkpoint, log)
     net.eval()
     results = run.finish(player, episode, checkpoint)
-    return run.write_final(results, {"updates": updates})
+    return run.write_final(results, {"updates": updates, "command": run.command(), "seed": int(cfg.seed)})
 
 
 # ---------------------------------------------------------------------------- player
