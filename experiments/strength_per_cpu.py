@@ -175,7 +175,11 @@ def table_rows(learners: dict[str, list[CpuCurve]], budgets: Sequence[float]) ->
 def mean_curve(curves: Sequence[CpuCurve], points: int = 200) -> Curve | None:
     """The mean score over the seeds on a common grid of CPU hours, each seed's curve interpolated
     linearly, from the latest first point to the earliest last point of the seeds (``ttt.curves.mean_band``);
-    None when the seeds' spans do not overlap."""
+    when every seed has one point, the mean point (its hours and score each averaged); None when the
+    seeds' spans do not overlap."""
+    if all(len(c.hours) == 1 for c in curves):
+        return Curve(np.array([np.mean([c.hours[0] for c in curves])]),
+                     np.array([np.mean([c.scores[0] for c in curves])]))
     low, high = max(float(c.hours[0]) for c in curves), min(float(c.hours[-1]) for c in curves)
     if high < low:
         return None

@@ -110,6 +110,9 @@ def test_the_mean_curve_spans_only_the_hours_every_seed_covers(spc):
     assert mean.values.tolist() == pytest.approx([0.25, 0.375, 0.5, 0.625, 0.75])
     apart = cpu_curve(spc, [0.5, 0.6], [0.5, 0.5], total=0.6)
     assert spc.mean_curve([a, apart]) is None
+    one, other = cpu_curve(spc, [0.1], [0.25], total=0.1), cpu_curve(spc, [0.2], [0.75], total=0.2)
+    point = spc.mean_curve([one, other])  # one point per seed: the mean point
+    assert point.steps.tolist() == pytest.approx([0.15]) and point.values.tolist() == [0.5]
 
 
 def test_a_run_without_the_clock_or_the_score_is_refused_naming_it(spc):
