@@ -41,7 +41,7 @@ def test_its_search_takes_a_win_and_blocks_a_threat(to_move):
     if to_move == "X":
         board[63] = -1  # three each: X to move, and 3 wins
     state = player.game.state_from_board(board)
-    assert state.to_play == (1 if to_move == "X" else -1)
+    assert state.to_play() == (1 if to_move == "X" else -1)
     assert player.act(state) == 3  # X wins there; O must block there
 
 
