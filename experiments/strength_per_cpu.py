@@ -105,10 +105,11 @@ def side_by_side(run: RunLog) -> int:
     ``seed_<s>`` folders with a ``tb/`` log beside its own."""
     if not SEED_FOLDER.fullmatch(run.dir.name) or not run.dir.parent.is_dir():
         return 1
-    for record, alone in ((run.dir / ".hydra" / "config.yaml", True),
-                          (run.dir.parent / ".hydra" / "config.yaml", False)):
-        if record.is_file():
-            return 1 if alone else max(1, int(OmegaConf.load(record).get("seeds", 1)))
+    if (run.dir / ".hydra" / "config.yaml").is_file():  # trained alone into this folder
+        return 1
+    group = run.dir.parent / ".hydra" / "config.yaml"
+    if group.is_file():
+        return max(1, int(OmegaConf.load(group).get("seeds", 1)))
     return max(1, sum(1 for p in run.dir.parent.iterdir() if SEED_FOLDER.fullmatch(p.name) and (p / "tb").is_dir()))
 
 
@@ -177,9 +178,9 @@ def mean_curve(curves: Sequence[CpuCurve], points: int = 200) -> Curve | None:
     linearly, from the latest first point to the earliest last point of the seeds (``ttt.curves.mean_band``);
     when every seed has one point, the mean point (its hours and score each averaged); None when the
     seeds' spans do not overlap."""
-    if all(len(c.hours) == 1 for c in curves):
-        return Curve(np.array([np.mean([c.hours[0] for c in curves])]),
-                     np.array([np.mean([c.scores[0] for c in curves])]))
+    if all(len(c.hours) == 1 for c in curves):  # mean_band averages the steps of aligned points too
+        band = mean_band([Curve(c.hours, c.scores) for c in curves])
+        return Curve(band.steps, band.mean)
     low, high = max(float(c.hours[0]) for c in curves), min(float(c.hours[-1]) for c in curves)
     if high < low:
         return None
@@ -231,7 +232,8 @@ def load_learners(learners: Sequence[tuple[str, list[Path], str | None]], defaul
             if not runs:
                 raise StrengthError(f"{label}: no runs under {folder} (a run is a folder with a tb/ TensorBoard log)")
             for run in runs:
-                curve = score_against_cpu(run, tag)
+                share = side_by_side(run)
+                curve = score_against_cpu(run, tag, share)
                 if curve.left_out:
                     cpu = run.curves[CPU_TAG]
                     print(f"strength_per_cpu: {run.dir}: {curve.left_out} of {len(run.curves[tag])} {tag} points left "
@@ -239,7 +241,6 @@ def load_learners(learners: Sequence[tuple[str, list[Path], str | None]], defaul
                           file=sys.stderr)
                 if not len(curve.hours):
                     raise StrengthError(f"{run.dir}: no {tag} point within the games where {CPU_TAG} is logged")
-                share = side_by_side(run)
                 if share > 1 and run.dir.parent not in groups:
                     groups.add(run.dir.parent)
                     print(f"strength_per_cpu: {run.dir.parent}: {share} runs side by side; each run's CPU time is "

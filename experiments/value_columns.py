@@ -27,18 +27,16 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ttt.specs import checkpoint_file
+
 OPPONENTS = ("alphabeta:1", "benchmark")
-
-
-def checkpoint_of(path: Path) -> Path:
-    return path / "checkpoint.pt" if path.is_dir() else path
 
 
 def columns(path: Path, games: int, one_move: int) -> dict:
     from ttt.calibration import CalibrationConfig, calibration
     from ttt.tactics import TacticsConfig, tactics
 
-    ckpt = str(checkpoint_of(path))
+    ckpt = str(checkpoint_file(path))
     quiet = io.StringIO()
     row: dict = {"run": str(path)}
     suites = tactics(OmegaConf.structured(TacticsConfig(checkpoint=ckpt, rules=False)), quiet)["suites"]
@@ -56,7 +54,7 @@ def columns(path: Path, games: int, one_move: int) -> dict:
             row["opening_median"] = result["openings"]["median"]
             row.update({name: result["one_move"][name]["mean"] for name in ("forced_loss", "double_threat",
                                                                             "completed_line")})
-    final = checkpoint_of(path).parent / "final_eval.json"
+    final = checkpoint_file(path).parent / "final_eval.json"
     if final.exists():
         for r in json.loads(final.read_text()).get("results", []):
             if r.get("seat") == "both":
@@ -72,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-move", type=int, default=300, help="afterstates of each one-move class (300)")
     parser.add_argument("--out", type=Path, help="also write the rows to this CSV file")
     args = parser.parse_args(argv)
-    missing = [str(p) for p in args.runs if not checkpoint_of(p).exists()]
+    missing = [str(p) for p in args.runs if not checkpoint_file(p).is_file()]
     if missing:
         print(f"value_columns: no checkpoint in {', '.join(missing)}", file=sys.stderr)
         return 2

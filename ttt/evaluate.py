@@ -214,12 +214,14 @@ def play_games(game: Game, first: Player, second: Player, num_games: int, rng,
     while not games.done.all():
         # games that start together stay in step: every live game has the same player to move
         mover = first if ply % 2 == 0 else second
-        t0, live = time.perf_counter(), int((~games.done).sum())
-        actions = mover.act_batch(games, rng)
-        if clock is not None:
+        if clock is None:
+            games.play(mover.act_batch(games, rng))
+        else:
+            t0, live = time.perf_counter(), int((~games.done).sum())
+            actions = mover.act_batch(games, rng)
             clock[ply % 2][0] += time.perf_counter() - t0
             clock[ply % 2][1] += live
-        games.play(actions)
+            games.play(actions)
         ply += 1
         if progress is not None:
             progress(int(games.done.sum()))
@@ -260,7 +262,8 @@ def play_match(game: Game, agent: Player, opponent: Player, num_games: int, seed
         clock = [[0.0, 0], [0.0, 0]]
         w = play_games(game, p1, p2, n, rng, report, device, clock) * sign
         mine, theirs = clock if seat == "first" else clock[::-1]
-        result.agent_seconds, result.agent_moves = result.agent_seconds + mine[0], result.agent_moves + int(mine[1])
+        result.agent_seconds += mine[0]
+        result.agent_moves += int(mine[1])
         result.opponent_seconds += theirs[0]
         result.opponent_moves += int(theirs[1])
         r = getattr(result, seat)

@@ -338,10 +338,10 @@ class Run:
         players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results, cpu = {}, round(1000 * self.clock.seconds())  # eval_cpu/: the score against training's CPU ms
-        alone = player.without_rules() if self.cfg.eval_alone and group == "eval" else None  # dqn: no rules
+        entrants = [(player, group, label)] + ([(player.without_rules(), "eval_alone", f"{label} (network alone)")]
+                                               if self.cfg.eval_alone and group == "eval" else [])  # dqn: no rules
         for i, (name, opponent) in enumerate(self.opponents):
-            for who, tags in ((player, group), (alone, "eval_alone"))[:2 if alone else 1]:
-                said = label if who is player else f"{label} (network alone)"
+            for who, tags, said in entrants:
                 r = play_match(self.game, who, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
                                agent_name=self.cfg.agent.name, opponent_name=name, device=array_device(self.device),
                                progress=self._evaluation_progress(said, name))
