@@ -4,9 +4,12 @@ the opponent network's own best move), batched = sequential, determinism, save/l
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from ttt.agents import load_player
@@ -17,6 +20,7 @@ from ttt.agents.dqn import (
     Rules,
     Trainer,
     epsilon_at,
+    example_weights,
     final_targets,
     lambda_targets,
     make_optimizer,
@@ -412,6 +416,36 @@ def test_rule_labels_join_the_ply_update():
     labels = {int(np.flatnonzero(o != view([0, 4], [7, 8]))[0]): float(v)
               for o, v in zip(batch.obs[1:], batch.targets[1:], strict=True)}
     assert labels == {6: pytest.approx(GAMMA), 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
+
+
+def test_example_weights_by_hand():
+    runs = torch.tensor([0, 0, 1, 0, 1, 1])  # examples 0-2 the ply's TD targets, 3-5 labels
+    # without label_weight each run's examples are one mean: 3 examples each
+    assert example_weights(runs, 3, 2, 0.0).tolist() == pytest.approx([1 / 3] * 6)
+    # with it, run 0: 2 TD targets (1/2 each) and 1 label (0.5 / 1); run 1: 1 TD target, 2 labels (0.5 / 2 each)
+    assert example_weights(runs, 3, 2, 0.5).tolist() == pytest.approx([0.5, 0.5, 1.0, 0.5, 0.25, 0.25])
+
+
+def test_label_weight_makes_the_labels_a_mean_of_their_own_in_the_update():
+    """One SGD step of the ply with labels is the step of mean(TD loss) + label_weight * mean(label loss)."""
+    trainer = make_trainer(lr=0.1, seats=[1], rule_labels=True, label_weight=0.5)
+    play_script(trainer, [0, 7, 4, 8])  # X (0, 4) to move faces O's threat on 6: a TD target and 5 labels
+    before = copy.deepcopy(trainer.net)
+    batch = trainer.step(np.array([6]))
+    assert len(batch.targets) == 6
+
+    def stepped(weights):
+        net = copy.deepcopy(before)
+        per = F.huber_loss(net(torch.from_numpy(batch.obs)), torch.from_numpy(batch.targets), reduction="none")
+        (per * torch.tensor(weights)).sum().backward()
+        with torch.no_grad():
+            for p in net.parameters():
+                p -= 0.1 * p.grad
+        return torch.cat([p.flatten() for p in net.parameters()])
+
+    after = torch.cat([p.detach().flatten() for p in trainer.net.parameters()])
+    torch.testing.assert_close(after, stepped([1.0] + [0.5 / 5] * 5))
+    assert not torch.allclose(after, stepped([1 / 6] * 6))  # one mean over all six: another step
 
 
 def test_exact_losses_score_minus_one_in_move_selection():

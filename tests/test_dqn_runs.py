@@ -92,8 +92,8 @@ def _same_moves(board, network, agent, num_envs, episodes, seeds=(4, 5, 6), alon
     ("3x3", {**MLP, "hidden": [16]},
      Config(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
             exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=4, rule_label_cap=3,
-            random_labels=8, search_labels=True, rank_labels=8, rank_moves=2, rank_head=True, symmetry_augment=True,
-            lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01), 2, 80),
+            label_weight=0.5, random_labels=8, search_labels=True, rank_labels=8, rank_moves=2, rank_head=True,
+            symmetry_augment=True, lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01), 2, 80),
     ("3x3", {**MLP, "hidden": [16]}, Config(td_lambda=0.7, search_backup=True, benchmark_fraction=0.5,
                                             switch_episode=20), 2, 60),
     # plain SGD, whose optimiser steps the stacks themselves (two rates), with the rank pairs' gradients

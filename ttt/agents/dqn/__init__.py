@@ -26,14 +26,14 @@ from ttt.agents.dqn.loop import check, train, train_side_by_side
 from ttt.agents.dqn.moves import epsilon_greedy, selection_values
 from ttt.agents.dqn.player import DQNPlayer, player_from_checkpoint
 from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
-from ttt.agents.dqn.td import Targets, final_targets, lambda_targets, make_optimizer, td0_targets
+from ttt.agents.dqn.td import Targets, example_weights, final_targets, lambda_targets, make_optimizer, td0_targets
 from ttt.agents.dqn.trainer import GAME_ARRAYS, TRAINER_ARRAYS, Trainer
 from ttt.games.exact import NO_RULES, Rules, rule_values
 
 USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
 __all__ = ["GAME_ARRAYS", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "TRAINER_ARRAYS", "USES_DEVICE", "Config",
-           "DQNPlayer", "Rules", "Targets", "Trainer", "check",
-           "epsilon_at", "epsilon_greedy", "final_targets", "lambda_targets", "make_optimizer", "selection_values",
+           "DQNPlayer", "Rules", "Targets", "Trainer", "check", "epsilon_at", "epsilon_greedy", "example_weights",
+           "final_targets", "lambda_targets", "make_optimizer", "selection_values",
            "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "rule_targets", "rule_values",
            "td0_targets", "train", "train_side_by_side", "training_rules"]

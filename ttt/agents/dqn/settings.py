@@ -44,6 +44,8 @@ class Config:
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
     rule_label_cap: int = 0  # with rule_labels, at most this many of a position's labelled afterstates are trained,
     # drawn at random (a position under a threat has a -1 for nearly every move); 0 = all
+    label_weight: float = 0.0  # > 0: a run's labels (rule_labels, random_labels) are a mean of their own in its loss,
+    # weighing this many times the mean of its TD targets (td.example_weights); 0: one mean over all examples
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
     random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
     rank_labels: int = 0  # pairs of afterstates per ply, from as many games of random play, whose order the
@@ -89,7 +91,7 @@ class Config:
                                       "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
-                                      "rule_label_cap": NON_NEGATIVE,
+                                      "rule_label_cap": NON_NEGATIVE, "label_weight": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
                                       "target_every": NON_NEGATIVE, "td_lambda": UNIT})

@@ -27,6 +27,7 @@ from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_ru
 from ttt.agents.dqn.td import (
     Targets,
     bootstrap_values,
+    example_weights,
     final_targets,
     lambda_targets,
     make_optimizer,
@@ -70,8 +71,7 @@ class Trainer:
     the GPU, ``rng`` a ``torch.Generator`` there; ``arrays_for(array_device(device)).generator(seed)``
     makes either). ``ttt.device.TORCH_CPU`` runs the GPU's code path with tensors on the CPU.
     ``net``: the network of a single run (a player learning from its games), else built.
-    ``rules``: the move-selection rules, by default those of the settings (``training_rules``).
-    """
+    ``rules``: the move-selection rules, by default those of the settings (``training_rules``)."""
 
     def __init__(self, game: Game, network_cfg, agent_cfg, num_envs: int, rng,
                  net: ValueNet | None = None, device: str = "cpu", rules: Rules | None = None,
@@ -97,8 +97,7 @@ class Trainer:
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
         self.pools: list[list[ValueNet]] = [[] for _ in range(k)]  # per run: frozen copies, oldest first
         # the target networks (target_every > 0): what the TD(0) bootstrap values the chosen move with
-        self.targets = [copy.deepcopy(n).requires_grad_(False) for n in self.nets] if settings.target_every > 0 \
-            else None
+        self.targets = [copy.deepcopy(n).requires_grad_(False) for n in self.nets] if settings.target_every else None
         self.target_taken_at = np.zeros(k, dtype=np.int64)
         self.frozen_taken_at = np.full(k, -1, dtype=np.int64)
         self.frozen_refreshes = np.zeros(k, dtype=np.int64)
@@ -272,7 +271,7 @@ class Trainer:
                             g.done[lrn], reward[lrn], float(settings.gamma)),
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
-        gamma, nets = float(settings.gamma), self.nets
+        gamma, nets, td_count = float(settings.gamma), self.nets, sum(len(p.targets) for p in parts)
         for r, at in self.each_run(lrn) if settings.labels_per_ply() else ():
             t = None if tactics is None else tactics.take(at)  # run r's rows
             if settings.rule_labels and t is not None:
@@ -294,7 +293,7 @@ class Trainer:
                 labelled.append(drawn)
                 label_runs.append(xp.full(len(drawn.targets), int(r), "int64"))
             batch, runs = Targets.concat(labelled), xp.concat(label_runs)
-        self._update(batch.obs, batch.targets, runs, pairs)
+        self._update(batch.obs, batch.targets, runs, pairs, td_count)
 
         # remember the learners' afterstates; start new games where games ended
         self.prev[lrn, seat] = after
@@ -349,16 +348,17 @@ class Trainer:
                     perms[at] = symmetries[xp.integers(self.rngs[r], len(symmetries), len(at))]
         return boards[xp.arange(len(boards))[:, None], perms]
 
-    def _update(self, obs, targets, runs, pairs) -> None:
+    def _update(self, obs, targets, runs, pairs, td_count: int = 0) -> None:
         """One optimiser step of each run on its TD targets of this ply (targets are constants: detached;
-        each run's loss its own mean), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]``
+        each run's loss its own mean; with ``label_weight`` the labels, examples ``td_count`` on, their own
+        mean: ``td.example_weights``), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]``
         (higher, lower, above) when given. A run without targets does not step."""
         if len(targets) == 0:
             return
         xp, settings = self.xp, self.settings
         obs = self._symmetric(obs, runs)
         target = xp.to_tensor(targets)
-        if self.k == 1:
+        if self.k == 1 and not settings.label_weight:
             stepping = [0]
             pred = self.net(xp.to_tensor(obs))
             loss = td_loss(pred, target, settings.loss)
@@ -368,9 +368,9 @@ class Trainer:
             counts = np.bincount(xp.numpy(runs), minlength=self.k)
             stepping = np.flatnonzero(counts).tolist()
             runs_t = xp.to_tensor(runs)
-            per = td_loss(RowNets(self.nets, runs_t)(xp.to_tensor(obs)), target, settings.loss, reduction="none")
-            weight = torch.as_tensor(1.0 / np.maximum(counts, 1), dtype=per.dtype, device=per.device)[runs_t]
-            loss = (per * weight).sum()  # the sum of each run's mean: each run's gradient its own
+            net = self.net if self.k == 1 else RowNets(self.nets, runs_t)
+            per = td_loss(net(xp.to_tensor(obs)), target, settings.loss, reduction="none")
+            loss = (per * example_weights(runs_t, td_count, self.k, settings.label_weight)).sum()  # each run's own
             losses = torch.zeros(self.k, dtype=torch.float64, device=per.device).index_add_(
                 0, runs_t, per.detach().double())
         for r in stepping:
