@@ -604,3 +604,32 @@ def test_value_columns_of_the_shipped_checkpoint(experiment_script, tmp_path, ca
     assert {"auc_11+_alphabeta:1", "auc_11+_benchmark", "double_threat", "opening_median", "ece"} <= set(row)
     assert capsys.readouterr().out.startswith("run,win,block,fork,block_fork")
     assert columns.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_fit_one_move_labels_pools_the_three_kinds_of_label_and_fits_them(experiment_script):
+    """experiments/fit_one_move_labels.py: the pool holds exactly the three one-move kinds, each board what
+    its label says (a completed own line for +1; an open opponent three and no own line for -1; for a fork
+    two open own threes and no open opponent three), and training lowers the loss."""
+    import io
+
+    import numpy as np
+
+    from ttt.games import make_game
+
+    fit = experiment_script("fit_one_move_labels")
+    game = make_game("4x4x4")
+    boards, targets = fit.label_pool(game, 8, 12, 0.97, np.random.default_rng(0))
+    assert sorted(set(targets.tolist())) == pytest.approx([-1.0, 0.97, 1.0])
+    cells = boards.numpy()[:, np.array(game.lines)]  # (N, lines, 4)
+    own4 = (cells == 1).all(2).any(1)
+    opp3 = ((cells == -1).sum(2) == 3) & ((cells == 0).sum(2) == 1)
+    own3 = ((cells == 1).sum(2) == 3) & ((cells == 0).sum(2) == 1)
+    t = targets.numpy()
+    assert own4[t == 1.0].all() and not own4[t != 1.0].any()
+    assert opp3[t == -1.0].any(1).all()
+    assert not opp3[t == 0.97].any(1).any() and (own3[t == 0.97].sum(1) >= 2).all()
+    rows = fit.fit("structured_deep", [8], 60, 0.01, "huber", 6, 8, 32, 60, 0, out=io.StringIO())
+    assert [r["step"] for r in rows] == [0, 60]
+    assert rows[1]["loss"] < rows[0]["loss"]
+    with pytest.raises(SystemExit):
+        fit.main(["--network", "nothing"])
