@@ -479,7 +479,7 @@ def turned_off(own: dict[str, object], own_groups: dict[str, str], parent: dict[
     return keys + groups
 
 
-@pytest.mark.parametrize("name", ["dqn_444", "dqn_444_plain"])
+@pytest.mark.parametrize("name", ["dqn_444", "dqn_444_plain", "dqn_444_value_player"])
 def test_dqn_444_and_the_plain_learner_extend_no_experiment_and_name_every_setting_they_change(name):
     extends, groups = own_defaults(name)
     assert extends == []
@@ -515,6 +515,29 @@ def test_dqn_444_plain_is_the_plain_learner_and_differs_from_dqn_444_in_those_in
     assert (a["opponent"], a["switch_episode"], a["opponent_after"], a["refresh_every"], a["frozen_pool"],
             a["benchmark_fraction"]) == ("random", 5000, "frozen", 500, 1, 0.0)
     assert {k: (v, plain[k]) for k, v in main.items() if plain[k] != v} == INGREDIENTS
+
+
+def test_dqn_444_value_player_differs_from_dqn_444_in_its_head_labels_and_shared_detectors_alone():
+    value, main = compose_config(["+experiment=dqn_444_value_player"]), compose_config(["+experiment=dqn_444"])
+    assert {k: (v, main[k]) for k, v in value.items() if main[k] != v} == {
+        "agent.rank_head": (False, True), "agent.rule_labels": (True, False), "agent.random_labels": (512, 0),
+        "agent.label_weight": (1.0, 0.0), "network.tie_orbits": (True, False)}
+
+
+def test_dqn_444_value_player_trains_a_player_whose_value_orders_its_moves(compose_train, tmp_path):
+    import torch
+
+    from ttt.train import train
+
+    cfg = compose_train(["+experiment=dqn_444_value_player", "episodes=8", "num_envs=4", "eval_every=0",
+                         "eval_opponents=[random]", "eval_games=2", "agent.final_eval_games=2", "eval_tactics=false",
+                         "agent.switch_episode=4", "agent.refresh_every=2", "agent.random_labels=16",
+                         "agent.rank_labels=16"])
+    train(cfg)
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    assert "rank_head" not in payload  # no second head: the value head orders the moves
+    assert payload["network"]["tie_orbits"] is True
+    assert not any(k.startswith("rank.") for k in payload["weights"])
 
 
 def test_dqn_444_plain_trains_a_player_that_is_its_network_alone(compose_train, tmp_path):
