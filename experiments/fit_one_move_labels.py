@@ -72,12 +72,11 @@ def fit(network: str, hidden: list[int], steps: int, lr: float, loss: str, plies
             row.update({name: round(float(values[mask].mean()), 3) for name, mask in kinds.values()})
             rows.append(row)
             print("  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), file=out)
-        if step == steps:
-            break
-        pick = torch.randint(len(targets), (batch,), generator=generator)
-        optimizer.zero_grad()
-        td_loss(net(boards[pick]), targets[pick], loss).backward()
-        optimizer.step()
+        if step < steps:
+            pick = torch.randint(len(targets), (batch,), generator=generator)
+            optimizer.zero_grad()
+            td_loss(net(boards[pick]), targets[pick], loss).backward()
+            optimizer.step()
     return rows
 
 

@@ -424,6 +424,7 @@ def test_example_weights_by_hand():
     assert example_weights(runs, 3, 2, 0.0).tolist() == pytest.approx([1 / 3] * 6)
     # with it, run 0: 2 TD targets (1/2 each) and 1 label (0.5 / 1); run 1: 1 TD target, 2 labels (0.5 / 2 each)
     assert example_weights(runs, 3, 2, 0.5).tolist() == pytest.approx([0.5, 0.5, 1.0, 0.5, 0.25, 0.25])
+    assert example_weights(runs, None, 2, 0.5).tolist() == pytest.approx([1 / 3] * 6)  # no labels: one mean
 
 
 def test_label_weight_makes_the_labels_a_mean_of_their_own_in_the_update():

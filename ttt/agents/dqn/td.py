@@ -113,14 +113,15 @@ def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str, reduction: str 
     return F.mse_loss(pred, target, reduction=reduction)
 
 
-def example_weights(runs: torch.Tensor, td_count: int, k: int, label_weight: float) -> torch.Tensor:
+def example_weights(runs: torch.Tensor, td_count: int | None, k: int, label_weight: float) -> torch.Tensor:
     """Each example's weight in the loss, the sum of each run's own loss (``runs``: the run of each example).
     Without ``label_weight``: 1/n for each of a run's n examples, their mean. With ``label_weight`` w > 0 the
-    examples from ``td_count`` on are labels (``agent.rule_labels``, ``random_labels``): a run's TD targets
-    weigh 1/n_td each and its labels w/n_labels each, so its labels, however many, weigh w times its TD
-    targets (a position under a threat has a label for nearly every move; their mean swamped the outcomes)."""
-    labelled = torch.arange(len(runs), device=runs.device) >= td_count if label_weight else \
-        torch.zeros(len(runs), dtype=torch.bool, device=runs.device)
+    examples from ``td_count`` on (None: none) are labels (``agent.rule_labels``, ``random_labels``): a run's
+    TD targets weigh 1/n_td each and its labels w/n_labels each, so its labels, however many, weigh w times
+    its TD targets (a position under a threat has a label for nearly every move; their mean swamped the
+    outcomes)."""
+    first = len(runs) if td_count is None or not label_weight else td_count
+    labelled = torch.arange(len(runs), device=runs.device) >= first
     key = runs * 2 + labelled
     counts = torch.bincount(key, minlength=2 * k).to(torch.float32).clamp(min=1.0)
     return torch.where(labelled, float(label_weight), 1.0) / counts[key]

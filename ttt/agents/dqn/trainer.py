@@ -348,11 +348,11 @@ class Trainer:
                     perms[at] = symmetries[xp.integers(self.rngs[r], len(symmetries), len(at))]
         return boards[xp.arange(len(boards))[:, None], perms]
 
-    def _update(self, obs, targets, runs, pairs, td_count: int = 0) -> None:
-        """One optimiser step of each run on its TD targets of this ply (targets are constants: detached;
-        each run's loss its own mean; with ``label_weight`` the labels, examples ``td_count`` on, their own
-        mean: ``td.example_weights``), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]``
-        (higher, lower, above) when given. A run without targets does not step."""
+    def _update(self, obs, targets, runs, pairs, td_count: int | None = None) -> None:
+        """One optimiser step of each run on its TD targets of this ply (constants: detached; each run's loss
+        its own mean; with ``label_weight`` the labels, examples ``td_count`` on (None: none), their own mean:
+        ``td.example_weights``), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]`` (higher, lower,
+        above) when given. A run without targets does not step."""
         if len(targets) == 0:
             return
         xp, settings = self.xp, self.settings
