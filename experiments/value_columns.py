@@ -8,6 +8,8 @@ For each run directory (or checkpoint file), with the network alone (no rules in
 * ``ece``, ``pearson``, ``opening_median``: ``python -m ttt.calibration games=G rollouts=4``;
 * ``auc_11+_<opponent>`` and ``auc_<opponent>``: won against lost afterstates of its own moves in G games
   against ``alphabeta:1`` and against the benchmark player (``opponent=``), plies 11 and later and all;
+* ``ceiling_11+_<opponent>`` (with ``--ceiling R``): the AUC no value of those afterstates can pass, from R
+  continuations of each by the same two players (``ttt.calibration ceiling=R``);
 * ``forced_loss``, ``double_threat``, ``completed_line``: the mean value of each one-move class (exact -1,
   +1, +1), from ``one_move=300`` random positions;
 
@@ -32,7 +34,7 @@ from ttt.specs import checkpoint_file
 OPPONENTS = ("alphabeta:1", "benchmark")
 
 
-def columns(path: Path, games: int, one_move: int) -> dict:
+def columns(path: Path, games: int, one_move: int, ceiling: int = 0) -> dict:
     from ttt.calibration import CalibrationConfig, calibration
     from ttt.tactics import TacticsConfig, tactics
 
@@ -43,11 +45,13 @@ def columns(path: Path, games: int, one_move: int) -> dict:
     row.update({name: round(r["rate"], 3) for name, r in suites.items()})
     for i, opponent in enumerate(OPPONENTS):
         cfg = CalibrationConfig(checkpoint=ckpt, games=games, rollouts=4 if i == 0 else 1, opponent=opponent,
-                                one_move=one_move if i == 0 else 1)
+                                one_move=one_move if i == 0 else 1, ceiling=ceiling)
         result = calibration(OmegaConf.structured(cfg), quiet)
         d = result["discrimination"]
         row[f"auc_11+_{opponent}"] = d["by_phase"]["11+"]["auc"]
         row[f"auc_{opponent}"] = d["auc"]
+        if ceiling:
+            row[f"ceiling_11+_{opponent}"] = d["ceiling"]["by_phase"]["11+"]
         if i == 0:
             row["ece"] = result["ece"]
             row["pearson"] = result["outcomes"]["pearson"]
@@ -68,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run directories (with checkpoint.pt) or checkpoint files")
     parser.add_argument("--games", type=int, default=200, help="games per opponent and self-play positions (200)")
     parser.add_argument("--one-move", type=int, default=300, help="afterstates of each one-move class (300)")
+    parser.add_argument("--ceiling", type=int, default=0, metavar="R",
+                        help="also the AUC's ceiling, from R continuations of each afterstate (0: not measured)")
     parser.add_argument("--out", type=Path, help="also write the rows to this CSV file")
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.runs if not checkpoint_file(p).is_file()]
@@ -76,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     for path in args.runs:
-        rows.append(columns(path, args.games, args.one_move))
+        rows.append(columns(path, args.games, args.one_move, args.ceiling))
         print(f"value_columns: {path} done", file=sys.stderr, flush=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     text = io.StringIO()

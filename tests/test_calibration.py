@@ -452,3 +452,35 @@ def test_games_against_an_opponent_alternate_seats_and_give_the_movers_outcome()
     assert set(movers.tolist()) == {1, -1}  # first in half the games, second in the others
     assert (outcomes >= 0).all()  # perfect play never loses
     assert set(plies[movers == 1].tolist()) <= {1, 3, 5, 7} and set(plies[movers == -1].tolist()) <= {2, 4, 6, 8}
+
+
+def test_continuations_start_with_the_opponent_of_the_player_who_moved():
+    # X (just moved: 3 pieces to O's 2) threatens cell 2, O threatens cell 5 and is to move: perfect O wins
+    # at once, so every continuation is lost for X; with X to move it would win instead
+    game = make_game("3x3")
+    board = np.zeros((1, 9), np.int8)
+    board[0, [0, 1, 8]], board[0, [3, 4]] = 1, -1
+    perfect = make_player("perfect", game)
+    for opponent in (perfect, None):  # against a named opponent, and the player's own self-play
+        out = cal.continuations(perfect, opponent, game, board, 4, 0.0, np.random.default_rng(0))
+        assert out.shape == (1, 4) and (out == -1).all()
+
+
+def test_the_auc_ceiling_lies_above_exact_values_that_cannot_see_the_exploration():
+    # exact values ignore the exploring moves that decide games after them (their auc 0.75 at this seed);
+    # each afterstate's share of wins in its own continuations orders won above lost better (0.81), not perfectly
+    game = make_game("3x3")
+    d = cal.measure(make_player("perfect", game), game, games=100, rollouts=1, epsilon=0.2, one_move=20,
+                    ceiling=16)["discrimination"]
+    c = d["ceiling"]
+    assert c["rollouts"] == 16 and set(c["by_phase"]) == {"1-10", "11-20", "21+", "11+"}
+    assert d["auc"] + 0.02 < c["auc"] < 0.95
+    assert c["by_phase"]["1-10"] == c["auc"] and c["by_phase"]["11+"] is None  # 3x3 ends by ply 9
+
+
+def test_the_ceiling_is_left_out_by_default_and_refuses_a_negative_count():
+    result = cal.calibration(compose_calibration("player=perfect", "game=3x3", "games=20", "rollouts=1",
+                                                 "one_move=20"))
+    assert "ceiling" not in result["discrimination"]
+    with pytest.raises(ValueError, match="ceiling must be >= 0"):
+        cal.calibration(compose_calibration("player=perfect", "game=3x3", "ceiling=-1"))

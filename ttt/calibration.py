@@ -39,6 +39,11 @@ Three measures:
   *ROC AUC* of the values, won against lost (draws left out; the probability that a won position's
   value is above a lost one's, ties half: 0.5 tells nothing, as a constant does), and their Pearson
   correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+, 11+).
+  With ``ceiling=R`` (default 0: not measured) also the AUC's *ceiling*: what the games decide after
+  an afterstate (exploring moves, the opponent's random tie-breaks) no value of it can foresee, so no
+  value scores above the AUC of each afterstate's own chance of winning a decided game. That chance is
+  estimated from R continuations of each by the same two players (``auc_ceiling``), which puts the
+  estimate a little below the true ceiling.
 * **One-move afterstates** (every board): from every non-terminal position of ``one_move`` random
   games, up to ``one_move`` afterstates of each class whose value one move decides: ``forced_loss``
   (the opponent then completes a line at once: exact -1), ``double_threat`` (no such reply, and two
@@ -64,7 +69,8 @@ JSON (``output=FILE.json``)::
                   "exact"}]},
      "discrimination": {"opponent": name, "games": G, "epsilon": e, "positions": N, "won": n, "lost": n,
                         "auc": ..., "pearson": ..., "by_phase": {"1-10": {"positions", "won", "lost", "auc",
-                        "pearson"}, "11-20": {...}, "21+": {...}, "11+": {...}}},
+                        "pearson"}, "11-20": {...}, "21+": {...}, "11+": {...}},
+                        "ceiling": {"rollouts": R, "auc": ..., "by_phase": {"1-10": auc, ...}} (ceiling=R only)},
      "one_move": {"positions": N, "forced_loss": {"afterstates": n, "exact": -1, "mean", "q25", "median",
                   "q75"}, "double_threat": {...}, "completed_line": {...}}}
 
@@ -152,13 +158,7 @@ def outcome_samples(player: Player, game: Game, positions: int, rollouts: int, e
     ply = 1 + np.floor(rng.random(positions) * (length - 1)).astype(np.int64)  # 1 .. length - 1
     boards = history[ply - 1, np.arange(positions)]
     values = values_of_afterstates(valuer or player, game, boards)
-    starts = BatchedGames(game, positions * rollouts)
-    starts.board[:] = np.repeat(boards, rollouts, axis=0)
-    starts.to_play[:] = -np.repeat(movers(boards), rollouts)
-    starts.num_moves[:] = (starts.board != 0).sum(1)
-    self_play(EpsilonGreedy(player, epsilon), starts, rng)
-    outcome = starts.winner.astype(np.float64).reshape(positions, rollouts).mean(1) * movers(boards)
-    return values, outcome
+    return values, continuations(player, None, game, boards, rollouts, epsilon, rng).mean(1)
 
 
 def own_afterstates(player: Player, game: Game, games: int, epsilon: float,
@@ -197,6 +197,44 @@ def opponent_games(player: Player, opponent: Player | None, game: Game, games: i
     return np.concatenate(boards), np.concatenate(plies), (played.winner[rows].astype(np.int64) * mover)
 
 
+def continuations(player: Player, opponent: Player | None, game: Game, boards: np.ndarray, rollouts: int,
+                  epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """(N, rollouts) outcomes (+1, 0, -1 for the player who made the move) of ``rollouts`` games from each
+    afterstate ``boards`` (N, cells): the player who moved there against ``opponent`` (None: itself, as
+    both), both epsilon-greedy, as ``opponent_games`` plays them."""
+    mover = movers(boards)
+    n = len(boards)
+    starts = BatchedGames(game, n * rollouts)
+    starts.board[:] = np.repeat(boards, rollouts, axis=0)
+    seat = np.repeat(mover, rollouts).astype(starts.to_play.dtype)
+    starts.to_play[:] = -seat
+    starts.num_moves[:] = (starts.board != 0).sum(1)
+    me = EpsilonGreedy(player, epsilon)
+    if opponent is None:
+        self_play(me, starts, rng)
+    else:
+        other = EpsilonGreedy(opponent, epsilon)
+        while not starts.done.all():
+            starts.play(np.where(starts.to_play == seat, me.act_batch(starts, rng), other.act_batch(starts, rng)))
+    return (starts.winner.astype(np.float64) * np.repeat(mover, rollouts)).reshape(n, rollouts)
+
+
+def auc_ceiling(player: Player, opponent: Player | None, game: Game, boards: np.ndarray, plies: np.ndarray,
+                won: np.ndarray, rollouts: int, epsilon: float, rng: np.random.Generator) -> dict[str, Any]:
+    """The ROC AUC that no value of the afterstates alone can pass, estimated: each decided afterstate of
+    ``opponent_games`` scored by its share of wins among the decided games of ``rollouts`` continuations by
+    the same two players (``continuations``; the likelihood ratio of won to lost, the best order of the
+    AUC, with half a win and one game added as a prior). What the games decide after the afterstate
+    (exploration, the players' random tie-breaks) caps the AUC of any value below 1; finite rollouts put
+    this estimate a little below the cap."""
+    decided = won != 0
+    outcome = continuations(player, opponent, game, boards[decided], rollouts, epsilon, rng)
+    score = ((outcome > 0).sum(1) + 0.5) / ((outcome != 0).sum(1) + 1.0)
+    found = discrimination(score, won[decided], plies[decided])
+    return {"rollouts": rollouts, "auc": found["auc"],
+            "by_phase": {name: found["by_phase"][name]["auc"] for name, *_ in PHASES}}
+
+
 def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tuple[list[dict], float]:
     """The reliability table of ``values`` against mean ``outcomes`` in ``bins`` equal bins over
     [-1, 1] (a value of exactly 1 in the last), and the expected calibration error
@@ -220,10 +258,11 @@ def reliability(values: np.ndarray, outcomes: np.ndarray, bins: int = 10) -> tup
 # ------------------------------------------------------------------------------ the whole measure
 def measure(player: Player, game: Game, positions: int = 20000, games: int = 500, rollouts: int = 16,
             epsilon: float = 0.1, bins: int = 10, seed: int = 0, valuer: Player | None = None,
-            opponent: tuple[str, Player] | None = None, one_move: int = 500) -> dict[str, Any]:
+            opponent: tuple[str, Player] | None = None, one_move: int = 500, ceiling: int = 0) -> dict[str, Any]:
     """Every measure of the module docstring on ``game``, as the JSON's dictionary (without the
     player's name and rules): the values of ``valuer`` (default ``player``), the games of ``player``
-    (against ``opponent``, a label and a player, in the discrimination measure; None: itself)."""
+    (against ``opponent``, a label and a player, in the discrimination measure; None: itself), and with
+    ``ceiling`` > 0 the discrimination's ceiling from that many continuations of each afterstate."""
     rng = np.random.default_rng(seed)
     valuer = valuer or player
     result: dict[str, Any] = {"game": game.name, "thresholds": {"win": WIN_THRESHOLD, "loss": -WIN_THRESHOLD}}
@@ -251,6 +290,9 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
                                 "epsilon": epsilon, **discrimination(values_of_afterstates(valuer, game, boards),
                                                                      won, plies)}
     result["one_move"] = one_move_values(valuer, game, one_move, rng)
+    if ceiling > 0:  # after every other measure, which keep their random draws
+        result["discrimination"]["ceiling"] = auc_ceiling(player, None if opponent is None else opponent[1], game,
+                                                          boards, plies, won, ceiling, epsilon, rng)
     return result
 
 
@@ -292,11 +334,16 @@ def format_report(result: dict[str, Any]) -> str:
         lines.append(f"won or lost ({d['positions']} afterstates of its moves in {d['games']} games against "
                      f"{d['opponent']}, epsilon {d['epsilon']:g}; {d['won']} won, {d['lost']} lost): auc "
                      f"{fmt(d['auc'])}, correlation {fmt(d['pearson'])}")
+        c = d.get("ceiling")
+        if c is not None:
+            lines.append(f"  the auc's ceiling, from {c['rollouts']} continuations of each afterstate by the same "
+                         f"players: {fmt(c['auc'])} (what the games decide after it, no value can foresee)")
         for name, *_ in PHASES:
             p = d["by_phase"][name]
             if p["positions"]:
+                top = "" if c is None else f"  ceiling {fmt(c['by_phase'][name])}"
                 lines.append(f"  plies {name:<6} {p['positions']:>7} afterstates  auc {fmt(p['auc'])}  "
-                             f"correlation {fmt(p['pearson'])}")
+                             f"correlation {fmt(p['pearson'])}{top}")
         m = result["one_move"]
         lines.append(f"one-move afterstates (from {m['positions']} positions of random play):")
         for name in ("forced_loss", "double_threat", "completed_line"):
@@ -354,6 +401,7 @@ class CalibrationConfig:
     bins: int = 10  # equal bins over [-1, 1]
     opponent: Any = None  # won or lost: the player's games against this player spec; null: itself
     one_move: int = 500  # one-move afterstates of each class (forced loss, double threat, completed line)
+    ceiling: int = 0  # > 0: the won-or-lost AUC's ceiling, from this many continuations of each afterstate
     seed: int = 0
     output: str | None = None  # the results as JSON
     figure: str | None = None  # the reliability diagram as PNG (extra plot)
@@ -371,6 +419,8 @@ def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
     for key in ("positions", "games", "rollouts", "bins", "threads", "one_move"):
         if int(cfg[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {cfg[key]}")
+    if int(cfg.ceiling) < 0:
+        raise ValueError(f"ceiling must be >= 0 (0: not measured), got {cfg.ceiling}")
     if not 0.0 <= float(cfg.epsilon) <= 1.0:
         raise ValueError(f"epsilon must be in [0, 1], got {cfg.epsilon}")
     check_seed_and_threads(cfg)
@@ -391,7 +441,7 @@ def calibration(cfg: DictConfig, out: TextIO | None = None) -> dict:
     player = without_threat_chains(player)
     t0 = time.perf_counter()
     result = measure(player, game, int(cfg.positions), int(cfg.games), int(cfg.rollouts), float(cfg.epsilon),
-                     int(cfg.bins), int(cfg.seed), valuer, opponent, int(cfg.one_move))
+                     int(cfg.bins), int(cfg.seed), valuer, opponent, int(cfg.one_move), int(cfg.ceiling))
     seconds = time.perf_counter() - t0
     result = {"game": game.name, "player": label, "rules": bool(cfg.rules), "rules_apply": switchable,
               **{k: v for k, v in result.items() if k != "game"}, "seconds": seconds}
