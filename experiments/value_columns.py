@@ -8,6 +8,7 @@ For each run directory (or checkpoint file), with the network alone (no rules in
 * ``ece``, ``pearson``, ``opening_median``: ``python -m ttt.calibration games=G rollouts=4``;
 * ``auc_11+_<opponent>`` and ``auc_<opponent>``: won against lost afterstates of its own moves in G games
   against ``alphabeta:1`` and against the benchmark player (``opponent=``), plies 11 and later and all;
+* ``auc_11+_95_<opponent>`` (the last columns): the 95% interval of each AUC at plies 11+, drawing whole games;
 * ``ceiling_11+_<opponent>`` (with ``--ceiling R``): the AUC no value of those afterstates can pass, from R
   continuations of each by the same two players (``ttt.calibration ceiling=R``);
 * ``forced_loss``, ``double_threat``, ``completed_line``: the mean value of each one-move class (exact -1,
@@ -41,6 +42,7 @@ def columns(path: Path, games: int, one_move: int, ceiling: int = 0) -> dict:
     ckpt = str(checkpoint_file(path))
     quiet = io.StringIO()
     row: dict = {"run": str(path)}
+    intervals: dict = {}  # last in the row: the 95% interval of each AUC at plies 11+, over the games
     suites = tactics(OmegaConf.structured(TacticsConfig(checkpoint=ckpt, rules=False)), quiet)["suites"]
     row.update({name: round(r["rate"], 3) for name, r in suites.items()})
     for i, opponent in enumerate(OPPONENTS):
@@ -50,6 +52,8 @@ def columns(path: Path, games: int, one_move: int, ceiling: int = 0) -> dict:
         d = result["discrimination"]
         row[f"auc_11+_{opponent}"] = d["by_phase"]["11+"]["auc"]
         row[f"auc_{opponent}"] = d["auc"]
+        ci = d["by_phase"]["11+"]["auc_95"]
+        intervals[f"auc_11+_95_{opponent}"] = "" if ci is None else "[{:.3f}, {:.3f}]".format(*ci)
         if ceiling:
             row[f"ceiling_11+_{opponent}"] = d["ceiling"]["by_phase"]["11+"]
         if i == 0:
@@ -64,6 +68,7 @@ def columns(path: Path, games: int, one_move: int, ceiling: int = 0) -> dict:
             if r.get("seat") == "both":
                 row[f"score_{r['opponent']}"] = r["score"]
                 row[f"win_ci_{r['opponent']}"] = "[{:.3f}, {:.3f}]".format(*r["win_rate_ci"])
+    row.update(intervals)
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
 
 

@@ -319,7 +319,7 @@ def test_json_output_has_the_keys(tmp_path):
         saved["outcomes"])
     assert {"median", "classes"} <= set(saved["openings"])
     assert saved["rules_apply"] is False
-    assert {"opponent", "auc", "pearson", "by_phase"} <= set(saved["discrimination"])
+    assert {"opponent", "auc", "auc_95", "pearson", "by_phase"} <= set(saved["discrimination"])
     assert set(saved["discrimination"]["by_phase"]) == {"1-10", "11-20", "21+", "11+"}
     assert {"forced_loss", "double_threat", "completed_line"} <= set(saved["one_move"])
 
@@ -446,12 +446,36 @@ def test_the_one_move_classes_are_what_playing_them_shows(board):
 
 def test_games_against_an_opponent_alternate_seats_and_give_the_movers_outcome():
     game = make_game("3x3")
-    boards, plies, outcomes = cal.opponent_games(make_player("perfect", game), make_player("random", game), game, 60,
-                                                 0.0, np.random.default_rng(0))
+    boards, plies, outcomes, ids = cal.opponent_games(make_player("perfect", game), make_player("random", game),
+                                                      game, 60, 0.0, np.random.default_rng(0))
     movers = value_quality.movers(boards)
     assert set(movers.tolist()) == {1, -1}  # first in half the games, second in the others
     assert (outcomes >= 0).all()  # perfect play never loses
     assert set(plies[movers == 1].tolist()) <= {1, 3, 5, 7} and set(plies[movers == -1].tolist()) <= {2, 4, 6, 8}
+    assert set(ids.tolist()) <= set(range(60)) and (movers == np.where(ids % 2 == 0, 1, -1)).all()  # its game
+    for g in np.unique(ids):  # a game's afterstates in the order played: one more piece of the mover each time
+        assert (np.diff(plies[ids == g]) == 2).all() and len(set(outcomes[ids == g].tolist())) == 1
+
+
+def test_the_auc_interval_draws_whole_games():
+    rng = np.random.default_rng(3)
+    won = np.arange(40) % 2 == 0
+    values = rng.normal(size=40) + 0.8 * won  # separable in part: an AUC near 0.7
+    one = value_quality.auc_interval(values, won, np.arange(40))
+    assert one[0] < value_quality.roc_auc(values, won) < one[1]
+    assert value_quality.auc_interval(values, won, np.arange(40)) == one  # its own fixed generator
+    # each position ten times within its game: the same AUC and, drawing whole games, the same interval;
+    # the copies counted as 400 games of their own: a narrower one (what ignoring the games would claim)
+    copies = np.repeat(values, 10), np.repeat(won, 10)
+    assert value_quality.auc_interval(*copies, np.repeat(np.arange(40), 10)) == pytest.approx(one)
+    narrow = value_quality.auc_interval(*copies, np.arange(400))
+    assert narrow[1] - narrow[0] < 0.5 * (one[1] - one[0])
+    assert value_quality.auc_interval(won.astype(float), won, np.arange(40)) == [1.0, 1.0]
+    assert value_quality.auc_interval(np.zeros(40), won, np.arange(40)) == [0.5, 0.5]  # a constant
+    assert value_quality.auc_interval(values[won], won[won], np.arange(20)) is None  # no lost position
+    d = value_quality.discrimination(values, np.where(won, 1, -1), np.full(40, 12), np.arange(40))
+    assert d["auc_95"] == one and d["by_phase"]["11+"]["auc_95"] == one and d["by_phase"]["1-10"]["auc_95"] is None
+    assert "auc_95" not in value_quality.discrimination(values, np.where(won, 1, -1), np.full(40, 12))
 
 
 def test_continuations_start_with_the_opponent_of_the_player_who_moved():

@@ -626,7 +626,7 @@ def test_value_columns_of_the_shipped_checkpoint(experiment_script, tmp_path, ca
     # where a value that sees it gives about -1
     assert abs(float(row["forced_loss"])) < 0.25
     assert {"auc_11+_alphabeta:1", "auc_11+_benchmark", "double_threat", "opening_median", "ece",
-            "ceiling_11+_alphabeta:1", "ceiling_11+_benchmark"} <= set(row)
+            "ceiling_11+_alphabeta:1", "ceiling_11+_benchmark", "auc_11+_95_alphabeta:1"} <= set(row)
     assert capsys.readouterr().out.startswith("run,win,block,fork,block_fork")
     assert columns.main([str(tmp_path / "nothing")]) == 2
 

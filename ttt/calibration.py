@@ -38,7 +38,9 @@ Three measures:
   afterstate of the player's moves, its value and its game's outcome for the player who moved. The
   *ROC AUC* of the values, won against lost (draws left out; the probability that a won position's
   value is above a lost one's, ties half: 0.5 tells nothing, as a constant does), and their Pearson
-  correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+, 11+).
+  correlation with the outcome (draws 0), overall and by the ply of the move (1-10, 11-20, 21+, 11+),
+  each AUC with its 95% interval over the games (``auc_95``: a bootstrap that draws whole games, since
+  the afterstates of one game share its outcome).
   With ``ceiling=R`` (default 0: not measured) also the AUC's *ceiling*: what the games decide after
   an afterstate (exploring moves, the opponent's random tie-breaks) no value of it can foresee, so no
   value scores above the AUC of each afterstate's own chance of winning a decided game. That chance is
@@ -68,8 +70,8 @@ JSON (``output=FILE.json``)::
      "openings": {"median": ..., "min": ..., "max": ..., "classes": [{"name", "cells", "values", "mean",
                   "exact"}]},
      "discrimination": {"opponent": name, "games": G, "epsilon": e, "positions": N, "won": n, "lost": n,
-                        "auc": ..., "pearson": ..., "by_phase": {"1-10": {"positions", "won", "lost", "auc",
-                        "pearson"}, "11-20": {...}, "21+": {...}, "11+": {...}},
+                        "auc": ..., "auc_95": [low, high], "pearson": ..., "by_phase": {"1-10": {"positions",
+                        "won", "lost", "auc", "auc_95", "pearson"}, "11-20": {...}, "21+": {...}, "11+": {...}},
                         "ceiling": {"rollouts": R, "auc": ..., "by_phase": {"1-10": auc, ...}} (ceiling=R only)},
      "one_move": {"positions": N, "forced_loss": {"afterstates": n, "exact": -1, "mean", "q25", "median",
                   "q75"}, "double_threat": {...}, "completed_line": {...}}}
@@ -171,11 +173,11 @@ def own_afterstates(player: Player, game: Game, games: int, epsilon: float,
 
 
 def opponent_games(player: Player, opponent: Player | None, game: Game, games: int, epsilon: float,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(boards, plies, outcomes)`` of every non-terminal afterstate of ``player``'s moves in ``games``
-    games against ``opponent`` (None: itself, both seats its moves), the player first in the even
-    games, both epsilon-greedy: the ply of each move (1: the first) and its game's outcome from the
-    view of the player who made it (+1, 0, -1)."""
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(boards, plies, outcomes, game_ids)`` of every non-terminal afterstate of ``player``'s moves in
+    ``games`` games against ``opponent`` (None: itself, both seats its moves), the player first in the
+    even games, both epsilon-greedy: the ply of each move (1: the first), its game's outcome from the
+    view of the player who made it (+1, 0, -1), and the index of its game."""
     played = BatchedGames(game, games)
     seat = np.where(np.arange(games) % 2 == 0, 1, -1).astype(np.int8)
     me = EpsilonGreedy(player, epsilon)
@@ -194,7 +196,7 @@ def opponent_games(player: Player, opponent: Player | None, game: Game, games: i
         rows.append(np.flatnonzero(keep))
         movers_.append(mover[keep])
     rows, mover = np.concatenate(rows), np.concatenate(movers_).astype(np.int64)
-    return np.concatenate(boards), np.concatenate(plies), (played.winner[rows].astype(np.int64) * mover)
+    return np.concatenate(boards), np.concatenate(plies), (played.winner[rows].astype(np.int64) * mover), rows
 
 
 def continuations(player: Player, opponent: Player | None, game: Game, boards: np.ndarray, rollouts: int,
@@ -285,10 +287,11 @@ def measure(player: Player, game: Game, positions: int = 20000, games: int = 500
                           "outcome_sd": float(outcomes.std()), "bins": table}
     result["openings"] = opening_values(valuer, game)
     # last, so that the measures above keep their random draws
-    boards, plies, won = opponent_games(player, None if opponent is None else opponent[1], game, games, epsilon, rng)
+    boards, plies, won, ids = opponent_games(player, None if opponent is None else opponent[1], game, games,
+                                             epsilon, rng)
     result["discrimination"] = {"opponent": "self" if opponent is None else opponent[0], "games": games,
                                 "epsilon": epsilon, **discrimination(values_of_afterstates(valuer, game, boards),
-                                                                     won, plies)}
+                                                                     won, plies, ids)}
     result["one_move"] = one_move_values(valuer, game, one_move, rng)
     if ceiling > 0:  # after every other measure, which keep their random draws
         result["discrimination"]["ceiling"] = auc_ceiling(player, None if opponent is None else opponent[1], game,
@@ -331,9 +334,13 @@ def format_report(result: dict[str, Any]) -> str:
     if d is not None:
         def fmt(x):
             return "n/a" if x is None else f"{x:.3f}"
+
+        def interval(p):  # the AUC's 95% interval over the games, where measured
+            ci = p.get("auc_95")
+            return "" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
         lines.append(f"won or lost ({d['positions']} afterstates of its moves in {d['games']} games against "
                      f"{d['opponent']}, epsilon {d['epsilon']:g}; {d['won']} won, {d['lost']} lost): auc "
-                     f"{fmt(d['auc'])}, correlation {fmt(d['pearson'])}")
+                     f"{fmt(d['auc'])}{interval(d)} (95% over the games), correlation {fmt(d['pearson'])}")
         c = d.get("ceiling")
         if c is not None:
             lines.append(f"  the auc's ceiling, from {c['rollouts']} continuations of each afterstate by the same "
@@ -342,7 +349,7 @@ def format_report(result: dict[str, Any]) -> str:
             p = d["by_phase"][name]
             if p["positions"]:
                 top = "" if c is None else f"  ceiling {fmt(c['by_phase'][name])}"
-                lines.append(f"  plies {name:<6} {p['positions']:>7} afterstates  auc {fmt(p['auc'])}  "
+                lines.append(f"  plies {name:<6} {p['positions']:>7} afterstates  auc {fmt(p['auc'])}{interval(p)}  "
                              f"correlation {fmt(p['pearson'])}{top}")
         m = result["one_move"]
         lines.append(f"one-move afterstates (from {m['positions']} positions of random play):")

@@ -172,17 +172,47 @@ def grouped_auc(values: np.ndarray, won: np.ndarray, groups: np.ndarray) -> floa
     return hits / pairs if pairs else None
 
 
-def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray) -> dict[str, Any]:
+AUC_RESAMPLES = 1000  # bootstrap resamples of the games for the AUC's interval (auc_interval)
+
+
+def auc_interval(values: np.ndarray, won: np.ndarray, games: np.ndarray,
+                 resamples: int = AUC_RESAMPLES) -> list[float] | None:
+    """The 95% interval of ``roc_auc(values, won)`` over the games the positions come from (``games``,
+    one id per position): the 2.5th and 97.5th percentiles of the AUC over ``resamples`` draws of the
+    games with replacement, each drawn game bringing all its positions (they are not independent: every
+    afterstate of a lost game is lost). A fixed generator of its own (seed 0), so the interval is the
+    same for the same inputs and no other draw moves. None when the AUC is."""
+    values, won, games = np.asarray(values, dtype=np.float64), np.asarray(won, dtype=bool), np.asarray(games)
+    if roc_auc(values, won) is None:
+        return None
+    ids, game_of = np.unique(games, return_inverse=True)
+    rng = np.random.default_rng(0)
+    found = []
+    for _ in range(resamples):
+        weight = np.bincount(rng.integers(len(ids), size=len(ids)), minlength=len(ids))[game_of]
+        pick = np.repeat(np.arange(len(values)), weight)
+        auc = roc_auc(values[pick], won[pick])
+        if auc is not None:
+            found.append(auc)
+    return [float(np.percentile(found, 2.5)), float(np.percentile(found, 97.5))] if found else None
+
+
+def discrimination(values: np.ndarray, outcomes: np.ndarray, plies: np.ndarray,
+                   games: np.ndarray | None = None) -> dict[str, Any]:
     """How well ``values`` tell won from lost: the ROC AUC over the decided outcomes (+1 won, -1 lost;
     draws left out) and Pearson's correlation with every outcome (draws as 0), overall and by the
-    phase of the move (``plies``: 1-10, 11-20, 21+, and 11+ the last two together)."""
+    phase of the move (``plies``: 1-10, 11-20, 21+, and 11+ the last two together). With ``games`` (the
+    game of each position) also ``auc_95``, the AUC's 95% interval over the games (``auc_interval``)."""
     values, outcomes, plies = (np.asarray(x) for x in (values, outcomes, plies))
 
     def part(mask: np.ndarray) -> dict[str, Any]:
         v, o = values[mask].astype(np.float64), outcomes[mask].astype(np.float64)
         decided = o != 0
-        return {"positions": int(mask.sum()), "won": int((o > 0).sum()), "lost": int((o < 0).sum()),
-                "auc": roc_auc(v[decided], o[decided] > 0), "pearson": pearson(v, o) if len(v) else None}
+        found = {"positions": int(mask.sum()), "won": int((o > 0).sum()), "lost": int((o < 0).sum()),
+                 "auc": roc_auc(v[decided], o[decided] > 0), "pearson": pearson(v, o) if len(v) else None}
+        if games is not None:
+            found["auc_95"] = auc_interval(v[decided], o[decided] > 0, np.asarray(games)[mask][decided])
+        return found
 
     out = part(np.ones(len(values), dtype=bool))
     out["by_phase"] = {name: part((plies >= low) & (plies <= (np.inf if high is None else high)))
