@@ -218,7 +218,7 @@ def continuations(player: Player, opponent: Player | None, game: Game, boards: n
         other = EpsilonGreedy(opponent, epsilon)
         while not starts.done.all():
             starts.play(np.where(starts.to_play == seat, me.act_batch(starts, rng), other.act_batch(starts, rng)))
-    return (starts.winner.astype(np.float64) * np.repeat(mover, rollouts)).reshape(n, rollouts)
+    return (starts.winner.astype(np.float64) * seat).reshape(n, rollouts)
 
 
 def auc_ceiling(player: Player, opponent: Player | None, game: Game, boards: np.ndarray, plies: np.ndarray,
