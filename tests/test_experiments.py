@@ -658,3 +658,11 @@ def test_fit_one_move_labels_pools_the_three_kinds_of_label_and_fits_them(experi
     assert rows[1]["loss"] < rows[0]["loss"]
     with pytest.raises(SystemExit):
         fit.main(["--network", "nothing"])
+
+
+def test_dqn_444_value_selfplay_differs_from_the_value_player_in_its_budget_games_a_ply_and_opponents_alone():
+    selfplay = compose_config(["+experiment=dqn_444_value_selfplay"])
+    value = compose_config(["+experiment=dqn_444_value_player"])
+    assert {k: (v, value[k]) for k, v in selfplay.items() if value[k] != v} == {
+        "episodes": (75000, 150000), "eval_every": (25000, 50000), "num_envs": (32, 128),
+        "agent.opponent_after": ("self_play", "frozen")}
