@@ -271,7 +271,7 @@ def test_a_signal_ends_the_server_within_5_s_while_40_searches_run(signum, tmp_p
         for t in threads:
             t.start()
         time.sleep(2)  # every search under way (40 threads on the machine's cores)
-        assert httpx.get(f"{url}api/options", timeout=10).status_code == 200  # the API still answers
+        assert httpx.get(f"{url}api/options", timeout=60).status_code == 200  # the API still answers
         start = time.monotonic()
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
