@@ -205,6 +205,29 @@ def test_tied_detectors_see_symmetric_boards_alike_on_a_line():
         torch.testing.assert_close(net.first(image[None]).view(76, 4)[m], units[0])
 
 
+def test_tie_lines_shares_one_block_across_every_line_kind():
+    # network.tie_lines: one (4 x 4) block and 4 biases for all 76 lines of 4x4x4, whichever orbit a line is in
+    game = make_game("4x4x4")
+    torch.manual_seed(0)
+    cfg = {"kind": "structured", "detectors": 4, "hidden": [32], "bias": True}
+    one = build_value_net(OmegaConf.create({**cfg, "tie_lines": True}), game)
+    by_orbit = build_value_net(OmegaConf.create({**cfg, "tie_orbits": True}), game)
+    assert count_parameters(one.first) == 16 + 4
+    assert count_parameters(one) == count_parameters(by_orbit) - 3 * (16 + 4)
+    assert (one.first.blocks() == one.first.blocks()[0]).all()
+    torch.testing.assert_close(one.first.biases().view(76, 4), one.first.biases()[:4].expand(76, 4))
+    # the same pattern on the first line of each of the 4 orbits, cells in the orbits' orientation: the same units
+    board_units = []
+    for line in np.unique(by_orbit.first.orbits.numpy(), return_index=True)[1]:
+        board = torch.zeros(64)
+        board[one.first.lines[line, :3]] = torch.tensor([1.0, 1.0, -1.0])
+        board_units.append(one.first(board[None]).view(76, 4)[line])
+    for units in board_units[1:]:
+        torch.testing.assert_close(units, board_units[0])
+    with pytest.raises(ValueError, match="tie_lines=true needs network.kind=structured"):
+        build_value_net(OmegaConf.create({"kind": "mlp", "hidden": [32], "tie_lines": True}), game)
+
+
 def test_the_playable_plane_is_the_cells_a_move_can_take_now():
     # Score Four: cell = layer * 16 + row * 4 + col. Pieces on 0 and 16 (a column two high) and on 5:
     # playable are the empty bottom cells, 32 above 16 and 21 above 5, and nothing else

@@ -36,7 +36,8 @@ class NetworkConfig:
     """A value network. ``structured``: the line-detector layer (``detectors`` per line) then
     ``hidden`` fully connected Tanh layers; ``mlp``: ``hidden`` fully connected Tanh layers.
     ``tie_orbits`` (structured): lines that a symmetry of the board maps onto each other share their
-    detectors' weights. ``dense_forward`` (structured): the line layer's forward pass as one matrix
+    detectors' weights; ``tie_lines`` (structured): every line shares one block of detectors (a pattern
+    learned on a line of any kind is seen on all). ``dense_forward`` (structured): the line layer's forward pass as one matrix
     product with its zero-padded weight (faster on a CPU; the same sums, other rounding).
     ``activation``: the hidden units' function, ``tanh`` or ``sigmoid`` (the value unit stays a Tanh).
     ``playable`` (structured): each line's detectors also see, for each of its cells, whether a move
@@ -48,6 +49,7 @@ class NetworkConfig:
     hidden: list[int] = field(default_factory=lambda: [32])
     bias: bool = False
     tie_orbits: bool = False
+    tie_lines: bool = False
     dense_forward: bool = False
     activation: str = "tanh"
     playable: bool = False

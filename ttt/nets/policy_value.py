@@ -27,7 +27,8 @@ class PolicyValueNet(nn.Module):
 
     def __init__(self, game: Game, kind: str = "mlp", hidden: list[int] | tuple[int, ...] = (64, 64),
                  detectors: int = 4, bias: bool = True, tie_orbits: bool = False, dense_forward: bool = False,
-                 activation: str = "tanh", playable: bool = False, policy_head: str = "dense") -> None:
+                 activation: str = "tanh", playable: bool = False, policy_head: str = "dense",
+                 tie_lines: bool = False) -> None:
         super().__init__()
         if policy_head not in POLICY_HEADS:
             raise ValueError(f"unknown policy head {policy_head!r}; choose one of {', '.join(POLICY_HEADS)}")
@@ -35,7 +36,7 @@ class PolicyValueNet(nn.Module):
             raise ValueError("policy_head='lines' needs a structured network (its line detectors)")
         network = {"kind": kind, "hidden": list(hidden), "detectors": detectors, "bias": bias,
                    "tie_orbits": tie_orbits, "dense_forward": dense_forward, "activation": activation,
-                   "playable": playable}
+                   "playable": playable, "tie_lines": tie_lines}
         first, layers, width = build_body(network, game, xavier=False)
         self.trunk = nn.Sequential(first, ACTIVATIONS[activation][1](), *layers)
         self.policy = nn.Linear(width, game.num_cells)  # heads keep their biases: priors and values need offsets
@@ -56,9 +57,9 @@ class PolicyValueNet(nn.Module):
 
 def build_policy_value_net(game: Game, network: dict, policy_head: str = "dense") -> PolicyValueNet:
     """The network a ``network`` config (kind, hidden, detectors, bias, tie_orbits, dense_forward,
-    activation, playable: the keys of ``build_body``) describes, for ``game``, with the policy head
+    activation, playable, tie_lines: the keys of ``build_body``) describes, for ``game``, with the policy head
     ``policy_head`` (``PolicyValueNet``)."""
     return PolicyValueNet(game, str(network["kind"]), list(network["hidden"]), int(network.get("detectors", 4)),
                           bool(network.get("bias", True)), bool(network.get("tie_orbits", False)),
                           bool(network.get("dense_forward", False)), hidden_activation(network),
-                          bool(network.get("playable", False)), policy_head)
+                          bool(network.get("playable", False)), policy_head, bool(network.get("tie_lines", False)))

@@ -327,7 +327,9 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     line-detector layer with ``detectors`` units per line; ``mlp``: a Linear layer of ``hidden[0]``
     units), ``hidden`` (sizes of the fully connected Tanh layers; for ``mlp`` the first is the first
     layer's), ``bias`` (default true), ``tie_orbits`` (default false: structured only; the lines of an
-    orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``) and
+    orbit of the board's symmetry group share their detectors' weights, ``StructuredLayer``), ``tie_lines``
+    (default false: structured only; every line shares one block of detectors, each line oriented as for
+    ``tie_orbits``: a pattern learned on a line of any kind is seen on all) and
     ``dense_forward`` (default false: structured only; the layer's forward pass as one matrix product
     with its zero-padded weight, ``StructuredLayer``), ``activation`` (default ``tanh``; or ``sigmoid``:
     the hidden units' function, ``hidden_activation``) and ``playable`` (default false: structured only;
@@ -342,6 +344,9 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     playable = bool(network.get("playable", False))
     if playable and kind != "structured":
         raise ValueError("network.playable=true needs network.kind=structured (its line detectors see the plane)")
+    tie_lines = bool(network.get("tie_lines", False))
+    if tie_lines and kind != "structured":
+        raise ValueError("network.tie_lines=true needs network.kind=structured (it ties its line detectors)")
 
     def linear(n_in: int, n_out: int) -> nn.Linear:
         return _xavier_linear(n_in, n_out, bias) if xavier else nn.Linear(n_in, n_out, bias=bias)
@@ -349,9 +354,11 @@ def build_body(network, game, xavier: bool = True) -> tuple[nn.Module, list[nn.M
     cells = game.num_cells
     if kind == "structured":
         lines, orbits = game.lines, None
-        if bool(network.get("tie_orbits", False)):
+        if bool(network.get("tie_orbits", False)) or tie_lines:
             orbits, lines = line_orbits(game.lines, game.symmetries)
             orbits = torch.as_tensor(orbits)
+            if tie_lines:  # one orbit of every line
+                orbits = torch.zeros_like(orbits)
         first: nn.Module = StructuredLayer(torch.tensor(lines), cells, int(network.get("detectors", 4)), bias, orbits,
                                            bool(network.get("dense_forward", False)),
                                            torch.as_tensor(game.below) if playable else None)
