@@ -674,3 +674,28 @@ def test_dqn_444_value_selfplay_decay_is_the_self_play_value_player_for_30000_ga
     assert {k: (v, value[k]) for k, v in decay.items() if value[k] != v} == {
         "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0)}
+
+
+def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(experiment_script, tmp_path, capsys):
+    """experiments/blocks_by_line.py: every position of Qubic's ``block`` suite threatens lines of one orbit
+    (4 orbits: 24 + 24 straight lines, 24 face diagonals, 4 space diagonals, 76 in all); the rows' positions
+    add up to the suite's 600 and their rates to the suite's rate, which is ``ttt.tactics``'s."""
+    import csv
+
+    from ttt.specs import load_agents
+    from ttt.suites import suite_results, without_rules
+
+    script = experiment_script("blocks_by_line")
+    out = tmp_path / "rows.csv"
+    assert script.main(["checkpoints/dqn_444", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    *orbits, total = rows
+    assert [(r["orbit"], r["kind"], r["lines"]) for r in orbits] == [
+        ("0", "straight", "24"), ("1", "face diagonal", "24"), ("2", "space diagonal", "4"), ("3", "straight", "24")]
+    assert sum(int(r["positions"]) for r in orbits) == int(total["positions"]) == 600
+    solved = sum(round(float(r["rate"]) * int(r["positions"])) for r in orbits)
+    game, [(_, player)] = load_agents([{"checkpoint": "checkpoints/dqn_444"}], None)
+    assert solved == suite_results(without_rules(player), game)["block"]["solved"]
+    assert float(total["rate"]) == pytest.approx(solved / 600, abs=1e-3)
+    assert capsys.readouterr().out.startswith("run,orbit,kind,lines,positions,rate")
+    assert script.main([str(tmp_path / "nothing")]) == 2

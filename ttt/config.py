@@ -37,8 +37,8 @@ class NetworkConfig:
     ``hidden`` fully connected Tanh layers; ``mlp``: ``hidden`` fully connected Tanh layers.
     ``tie_orbits`` (structured): lines that a symmetry of the board maps onto each other share their
     detectors' weights; ``tie_lines`` (structured): every line shares one block of detectors (a pattern
-    learned on a line of any kind is seen on all). ``dense_forward`` (structured): the line layer's forward pass as one matrix
-    product with its zero-padded weight (faster on a CPU; the same sums, other rounding).
+    learned on a line of any kind is seen on all). ``dense_forward`` (structured): the line layer's
+    forward pass as one matrix product with its zero-padded weight (faster on a CPU; the same sums, other rounding).
     ``activation``: the hidden units' function, ``tanh`` or ``sigmoid`` (the value unit stays a Tanh).
     ``playable`` (structured): each line's detectors also see, for each of its cells, whether a move
     can be played there now (an input plane computed from the board; on a gravity board the cells

@@ -1,0 +1,97 @@
+"""The ``block`` suite by the kind of line the opponent threatens to complete, one row per checkpoint and kind.
+
+    python experiments/blocks_by_line.py runs/a/seed_0 runs/a/seed_1 ... [--rules] [--out FILE.csv]
+
+Each position of the ``block`` suite (``ttt.suites``) leaves the opponent one immediate win. This sorts
+the positions by the orbit, under the board's symmetry group (``ttt.games.symmetry.line_orbits``), of the
+line that win would complete, and gives the player's block rate on each: with the network alone (as
+``python -m ttt.tactics rules=false``), or with ``--rules`` with its move-selection rules. A line detector
+layer whose lines of one orbit share their detectors (``network.tie_orbits``) learns each orbit's threat
+on its own; this shows whether it has. Columns: ``run``, ``orbit``, ``kind`` (straight, face diagonal or
+space diagonal: how many coordinates change along the line), ``lines`` (in the orbit), ``positions`` and
+``rate``; positions with threats on lines of several orbits are in a row of their own (``orbit`` 1+3, say).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ttt.specs import checkpoint_file
+
+KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
+
+
+def line_kinds(game) -> np.ndarray:
+    """(L,) how many of the board's coordinates change along each line (1 straight, 2 and 3 diagonals)."""
+    coords = np.stack(np.unravel_index(np.asarray(game.lines), game.shape), -1)  # (L, k, dims)
+    return (coords.min(1) != coords.max(1)).sum(-1)
+
+
+def threat_orbits(game, boards: np.ndarray, to_play: np.ndarray) -> list[tuple[int, ...]]:
+    """Per position, the sorted orbits of the lines on which the opponent of ``to_play`` has every cell but one
+    empty one."""
+    from ttt.games.symmetry import line_orbits
+
+    orbit, _ = line_orbits(np.asarray(game.lines), game.symmetries)
+    cells = boards[:, np.asarray(game.lines)]  # (N, L, k)
+    k = cells.shape[-1]
+    opponent = -to_play.astype(np.int64)[:, None, None]
+    threat = ((cells == opponent).sum(-1) == k - 1) & ((cells == 0).sum(-1) == 1)
+    return [tuple(sorted({int(orbit[j]) for j in np.flatnonzero(t)})) for t in threat]
+
+
+def rows_of(path: Path, rules: bool) -> list[dict]:
+    from ttt.games.symmetry import line_orbits
+    from ttt.specs import load_agents
+    from ttt.suites import load_suites, solved_by, suite_moves, without_rules
+
+    game, [(_, player)] = load_agents([{"checkpoint": str(checkpoint_file(path))}], None)
+    if not rules:
+        player = without_rules(player)
+    suites = load_suites(game.name)
+    block = suites["block"]
+    hits = solved_by(block, suite_moves(player, game, suites)["block"])
+    keys = threat_orbits(game, block.boards, block.to_play)
+    orbit, _ = line_orbits(np.asarray(game.lines), game.symmetries)
+    kinds = line_kinds(game)
+    rows = []
+    for key in sorted(set(keys), key=lambda t: (len(t), t)):
+        at = np.array([k == key for k in keys])
+        rows.append({"run": str(path), "orbit": "+".join(map(str, key)) or "none",
+                     "kind": "+".join(KINDS.get(int(kinds[orbit == o][0]), "?") for o in key),
+                     "lines": "+".join(str(int((orbit == o).sum())) for o in key),
+                     "positions": int(at.sum()), "rate": round(float(hits[at].mean()), 3)})
+    rows.append({"run": str(path), "orbit": "all", "kind": "", "lines": len(orbit), "positions": len(block),
+                 "rate": round(float(hits.mean()), 3)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories (with checkpoint.pt) or checkpoint files")
+    parser.add_argument("--rules", action="store_true", help="with the move-selection rules (default: without)")
+    parser.add_argument("--out", type=Path, help="also write the rows to this CSV file")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.runs if not checkpoint_file(p).is_file()]
+    if missing:
+        print(f"blocks_by_line: no checkpoint in {', '.join(missing)}", file=sys.stderr)
+        return 2
+    rows = [row for path in args.runs for row in rows_of(path, args.rules)]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    sys.stdout.write(text.getvalue())
+    if args.out:
+        args.out.write_text(text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
