@@ -668,12 +668,12 @@ def test_dqn_444_value_selfplay_differs_from_the_value_player_in_its_budget_game
         "agent.opponent_after": ("self_play", "frozen")}
 
 
-def test_dqn_444_value_selfplay_decay_is_the_self_play_value_player_for_30000_games_with_falling_rates():
+def test_dqn_444_value_selfplay_decay_is_the_self_play_value_player_for_75000_games_with_falling_rates():
     decay = compose_config(["+experiment=dqn_444_value_selfplay_decay"])
     value = compose_config(["+experiment=dqn_444_value_player"])
     assert {k: (v, value[k]) for k, v in decay.items() if value[k] != v} == {
-        "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
-        "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0)}
+        "episodes": (75000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
+        "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (75000, 0)}
 
 
 def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(experiment_script, tmp_path, capsys):
