@@ -699,3 +699,12 @@ def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(exp
     assert float(total["rate"]) == pytest.approx(solved / 600, abs=1e-3)
     assert capsys.readouterr().out.startswith("run,orbit,kind,lines,positions,rate")
     assert script.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_dqn_444_value_lines_is_the_falling_rate_value_player_at_30000_games_with_8_detectors_for_every_line():
+    lines = compose_config(["+experiment=dqn_444_value_lines"])
+    value = compose_config(["+experiment=dqn_444_value_player"])
+    assert {k: (v, value[k]) for k, v in lines.items() if value[k] != v} == {
+        "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
+        "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (8, 4),
+        "network.tie_lines": (True, False)}
