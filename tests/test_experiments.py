@@ -708,3 +708,11 @@ def test_dqn_444_value_lines_is_the_falling_rate_value_player_at_30000_games_wit
         "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (8, 4),
         "network.tie_lines": (True, False)}
+
+
+def test_dqn_444_value_d16_is_the_falling_rate_value_player_at_30000_games_with_16_detectors_a_line():
+    d16 = compose_config(["+experiment=dqn_444_value_d16"])
+    value = compose_config(["+experiment=dqn_444_value_player"])
+    assert {k: (v, value[k]) for k, v in d16.items() if value[k] != v} == {
+        "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
+        "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (16, 4)}
