@@ -15,13 +15,12 @@ space diagonal: how many coordinates change along the line), ``lines`` (in the o
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from ttt.cli import print_csv
 from ttt.specs import checkpoint_file
 
 KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
@@ -83,13 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"blocks_by_line: no checkpoint in {', '.join(missing)}", file=sys.stderr)
         return 2
     rows = [row for path in args.runs for row in rows_of(path, args.rules)]
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    sys.stdout.write(text.getvalue())
-    if args.out:
-        args.out.write_text(text.getvalue())
+    print_csv(rows, args.out)
     return 0
 
 

@@ -22,7 +22,6 @@ CSV (and to ``--out``).
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import json
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ttt.cli import print_csv
 from ttt.specs import checkpoint_file
 
 OPPONENTS = ("alphabeta:1", "benchmark")
@@ -89,14 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.runs:
         rows.append(columns(path, args.games, args.one_move, args.ceiling))
         print(f"value_columns: {path} done", file=sys.stderr, flush=True)
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=keys)
-    writer.writeheader()
-    writer.writerows(rows)
-    sys.stdout.write(text.getvalue())
-    if args.out:
-        args.out.write_text(text.getvalue())
+    print_csv(rows, args.out)
     return 0
 
 

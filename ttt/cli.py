@@ -270,3 +270,19 @@ def write_with_fallback(path: str | os.PathLike, write: Callable[[Path], Any], w
         earlier = "; the earlier file there is unchanged" if path.is_file() else ""
         raise OutputError(f"could not write the {what} to {path} ({reason}){earlier}; it was written to {fallback}",
                           fallback) from None
+
+
+def print_csv(rows: list[dict], out: str | os.PathLike | None = None) -> str:
+    """``rows`` as CSV (the columns every row has, in first-seen order) to stdout, and to the file ``out`` when
+    given; returns the text."""
+    import csv
+    import io
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    writer.writeheader()
+    writer.writerows(rows)
+    sys.stdout.write(text.getvalue())
+    if out is not None:
+        Path(out).write_text(text.getvalue())
+    return text.getvalue()
