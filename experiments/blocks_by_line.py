@@ -32,17 +32,13 @@ def line_kinds(game) -> np.ndarray:
     return (coords.min(1) != coords.max(1)).sum(-1)
 
 
-def threat_orbits(game, boards: np.ndarray, to_play: np.ndarray) -> list[tuple[int, ...]]:
-    """Per position, the sorted orbits of the lines on which the opponent of ``to_play`` has every cell but one
-    empty one."""
-    from ttt.games.symmetry import line_orbits
+def threat_orbits(game, orbit: np.ndarray, boards: np.ndarray, to_play: np.ndarray) -> list[tuple[int, ...]]:
+    """Per position, the sorted orbits (``orbit``: each line's) of the lines the opponent of ``to_play`` could
+    complete with one move (``ttt.games.threats.ready_lines``)."""
+    from ttt.games.threats import ready_lines
 
-    orbit, _ = line_orbits(np.asarray(game.lines), game.symmetries)
-    cells = boards[:, np.asarray(game.lines)]  # (N, L, k)
-    k = cells.shape[-1]
-    opponent = -to_play.astype(np.int64)[:, None, None]
-    threat = ((cells == opponent).sum(-1) == k - 1) & ((cells == 0).sum(-1) == 1)
-    return [tuple(sorted({int(orbit[j]) for j in np.flatnonzero(t)})) for t in threat]
+    ready, _ = ready_lines(boards, -to_play.astype(np.int64), game)
+    return [tuple(sorted({int(orbit[j]) for j in np.flatnonzero(r)})) for r in ready]
 
 
 def rows_of(path: Path, rules: bool) -> list[dict]:
@@ -56,8 +52,8 @@ def rows_of(path: Path, rules: bool) -> list[dict]:
     suites = load_suites(game.name)
     block = suites["block"]
     hits = solved_by(block, suite_moves(player, game, suites)["block"])
-    keys = threat_orbits(game, block.boards, block.to_play)
     orbit, _ = line_orbits(np.asarray(game.lines), game.symmetries)
+    keys = threat_orbits(game, orbit, block.boards, block.to_play)
     kinds = line_kinds(game)
     rows = []
     for key in sorted(set(keys), key=lambda t: (len(t), t)):

@@ -27,6 +27,7 @@ def test_the_shipped_player_is_the_experiments_network_and_rules_without_a_rank_
     recipe = compose_config(["+experiment=dqn_444_value_d16"])
     for key in ("kind", "detectors", "hidden", "bias", "tie_orbits", "dense_forward", "activation", "playable"):
         assert payload["network"][key] == recipe[f"network.{key}"], key
+    assert payload["network"].get("tie_lines", False) == recipe["network.tie_lines"]  # saved before the option
     assert "rank_head" not in payload  # the value head is the player
     assert payload["rules"] == {"wins": True, "losses": True, "forks": True, "gamma": 0.97, "threats": 3}
     final = json.loads((SHIPPED.parent / "final_eval.json").read_text())

@@ -273,8 +273,8 @@ def write_with_fallback(path: str | os.PathLike, write: Callable[[Path], Any], w
 
 
 def print_csv(rows: list[dict], out: str | os.PathLike | None = None) -> str:
-    """``rows`` as CSV (the columns every row has, in first-seen order) to stdout, and to the file ``out`` when
-    given; returns the text."""
+    """``rows`` as CSV (every column any row has, in first-seen order; a row without one leaves it empty) to
+    stdout, and to the file ``out`` when given; returns the text."""
     import csv
     import io
 

@@ -42,11 +42,18 @@ def completing_cells(board, player, game: Game):
     """(B, cells) bool: empty cells that would complete a line of ``player``, playable or not."""
     xp = arrays_of(board)
     lines = xp.table(game.lines)
-    vals = board[:, lines]  # (B, L, k)
+    ready, empty = ready_lines(board, player, game)
+    return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
+
+
+def ready_lines(board, player, game: Game):
+    """``(ready, empty)``: (B, L) bool, the lines (``game.lines``) that hold k-1 pieces of ``player`` (per row)
+    and one empty cell, and (B, L, k) bool, which of each line's cells are empty."""
+    xp = arrays_of(board)
+    vals = board[:, xp.table(game.lines)]  # (B, L, k)
     own = (vals == player[:, None, None]).sum(-1)
     empty = vals == 0
-    ready = (own == game.line_length - 1) & (empty.sum(-1) == 1)  # (B, L)
-    return xp.mark_line_cells(ready, empty, lines, game.num_cells)  # the one empty cell of each ready line
+    return (own == game.line_length - 1) & (empty.sum(-1) == 1), empty
 
 
 def playable(board, game: Game):
