@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import ttt.calibration as cal
+import ttt.value_games as vg
 import ttt.value_quality as value_quality
 from ttt.agents.dqn import DQNPlayer, Rules
 from ttt.games import BatchedGames, make_game, random_legal_actions
@@ -134,8 +135,8 @@ def test_own_games_are_the_non_terminal_afterstates_of_the_players_games():
     game = make_game("3x3")
     reference = _live_afterstates()
     player = make_player("random", game)
-    boards = cal.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
-    again = cal.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
+    boards = vg.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
+    again = vg.own_afterstates(player, game, 50, 0.0, np.random.default_rng(3))
     assert np.array_equal(boards, again)
     # a game of L plies has L - 1 non-terminal afterstates, each one of the 4,519
     assert all(tuple(int(x) for x in b) in reference for b in boards)
@@ -152,8 +153,8 @@ def test_own_games_measures_against_the_exact_values():
     zero = ConstantPlayer(game, 0.0)
     own = cal.measure(zero, game, games=30, rollouts=1, seed=5)["exact"]["own_games"]
     rng = np.random.default_rng(5)
-    cal.outcome_samples(zero, game, 30, 1, 0.1, rng)  # the draws measure() makes before its own games
-    boards = cal.own_afterstates(zero, game, 30, 0.1, rng)
+    vg.outcome_samples(zero, game, 30, 1, 0.1, rng)  # the draws measure() makes before its own games
+    boards = vg.own_afterstates(zero, game, 30, 0.1, rng)
     draws = sum(reference[tuple(int(x) for x in b)] == 0 for b in boards)
     assert own["positions"] == len(boards) and own["sign_agreement"] == pytest.approx(draws / len(boards))
 
@@ -208,7 +209,7 @@ def test_afterstate_values_are_the_network_on_the_board_seen_by_the_mover(board)
     games = BatchedGames(game, 64)
     boards = []
     for _ in range(5):  # afterstates after 5 random plies (a few games may have ended: skipped)
-        games.play(cal.EpsilonGreedy(player, 1.0).act_batch(games, rng))
+        games.play(vg.EpsilonGreedy(player, 1.0).act_batch(games, rng))
     boards = games.board[~games.done]
     values = value_quality.values_of_afterstates(player, game, boards)
     mover = value_quality.movers(boards)
@@ -243,13 +244,13 @@ def test_a_player_without_values_is_refused():
 # ---- against outcomes
 def test_the_reliability_table_and_ece_by_hand():
     # bins of 4 over [-1, 1]: [-1, -.5) [-.5, 0) [0, .5) [.5, 1], a left edge in its bin, 1 in the last
-    table, ece = cal.reliability(np.array([-0.5, 0.25, 0.5, 1.0]), np.array([-1.0, 0.0, 1.0, 0.0]), bins=4)
+    table, ece = vg.reliability(np.array([-0.5, 0.25, 0.5, 1.0]), np.array([-1.0, 0.0, 1.0, 0.0]), bins=4)
     assert [b["positions"] for b in table] == [0, 1, 1, 2]
     assert table[0]["mean_value"] is None
     assert table[1]["mean_value"] == -0.5 and table[1]["mean_outcome"] == -1.0
     assert table[3]["mean_value"] == 0.75 and table[3]["mean_outcome"] == 0.5
     assert ece == pytest.approx(1 / 4 * 0.5 + 1 / 4 * 0.25 + 2 / 4 * 0.25)
-    _, ece = cal.reliability(np.array([0.1, 0.1, 0.9, 0.9]), np.array([0.5, -0.3, 1.0, 0.8]), bins=10)
+    _, ece = vg.reliability(np.array([0.1, 0.1, 0.9, 0.9]), np.array([0.5, -0.3, 1.0, 0.8]), bins=10)
     assert ece == pytest.approx(0.0)  # each bin's mean value is its mean outcome
 
 
@@ -446,7 +447,7 @@ def test_the_one_move_classes_are_what_playing_them_shows(board):
 
 def test_games_against_an_opponent_alternate_seats_and_give_the_movers_outcome():
     game = make_game("3x3")
-    boards, plies, outcomes, ids = cal.opponent_games(make_player("perfect", game), make_player("random", game),
+    boards, plies, outcomes, ids = vg.opponent_games(make_player("perfect", game), make_player("random", game),
                                                       game, 60, 0.0, np.random.default_rng(0))
     movers = value_quality.movers(boards)
     assert set(movers.tolist()) == {1, -1}  # first in half the games, second in the others
@@ -486,7 +487,7 @@ def test_continuations_start_with_the_opponent_of_the_player_who_moved():
     board[0, [0, 1, 8]], board[0, [3, 4]] = 1, -1
     perfect = make_player("perfect", game)
     for opponent in (perfect, None):  # against a named opponent, and the player's own self-play
-        out = cal.continuations(perfect, opponent, game, board, 4, 0.0, np.random.default_rng(0))
+        out = vg.continuations(perfect, opponent, game, board, 4, 0.0, np.random.default_rng(0))
         assert out.shape == (1, 4) and (out == -1).all()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ttt"
 ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot", "ttt.tactics", "ttt.serve",
-                "ttt.calibration")
+                "ttt.calibration", "ttt.recalibrate")
 # the layers, lowest first: a module may import from its own layer and the layers before it
 LAYERS = (
     ("base", ("ttt.checkpoint", "ttt.cli", "ttt.clock", "ttt.device", "ttt.elo", "ttt.curves", "ttt.event_file")),
@@ -19,7 +19,8 @@ LAYERS = (
     ("config", ("ttt.config",)),
     ("nets", ("ttt.nets",)),
     ("players", ("ttt.players", "ttt.interop")),
-    ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality")),
+    ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality",
+                    "ttt.value_games")),
     ("agents", ("ttt.agents",)),
     ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.training", "ttt.envs", "ttt.human", "ttt.web")),
     ("entry points", ENTRY_POINTS),

@@ -228,6 +228,20 @@ class ValueNet(nn.Module):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
         return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
 
+    @torch.no_grad()
+    def rescale_logit(self, scale: float, shift: float = 0.0) -> None:
+        """Fold ``logit -> scale * logit + shift`` into the value head's output unit (its weights times
+        ``scale``, its bias ``scale * bias + shift``): afterwards ``forward(x)`` is ``tanh(scale * logit(x)
+        + shift)`` of the network before, with the same parameters. The rank head is not changed."""
+        out = self.rest[-2] if len(self.rest) >= 2 else None
+        if not isinstance(self.rest[-1], nn.Tanh) or not isinstance(out, nn.Linear) or out.out_features != 1:
+            raise ValueError("rescale_logit needs a network whose value head is one Linear unit and its Tanh")
+        if shift and out.bias is None:
+            raise ValueError("a network without biases (network.bias=false) cannot take a shift of its logit")
+        out.weight.mul_(float(scale))
+        if out.bias is not None:
+            out.bias.mul_(float(scale)).add_(float(shift))
+
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N, width): what both heads read, the units below the value head."""
         return self.rest[:-2](self.act(self.first(x)))
