@@ -10,7 +10,9 @@ A *spec* is one of:
 * a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint: PATH}``: a saved learner
   (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it);
   ``{checkpoint: PATH, simulations: N}``: a searching learner's (``alphazero``) with N simulations per move
-  instead of the checkpoint's own (``CHECKPOINT_OPTIONS``).
+  instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a value learner's (``dqn``) whose
+  network values each board as the mean over K of its images under the board's symmetries
+  (``DQNPlayer.symmetries``) (``CHECKPOINT_OPTIONS``).
 
 Every error a user can cause (unknown player, bad option, board mismatch) is a one-line ValueError
 or CheckpointError.
@@ -50,7 +52,8 @@ def _parse_value(text: str) -> Any:
 
 
 # options of a checkpoint's spec: the player attribute each sets, and who has it
-CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)"}
+CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)",
+                      "symmetries": "a value learner (dqn)"}
 
 
 def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
@@ -61,7 +64,10 @@ def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
                              f"not of this {type(player).__name__}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"player spec {spec_text(spec)}: {key} must be an integer >= 1, got {value!r}")
-        setattr(player, key, value)
+        try:
+            setattr(player, key, value)
+        except ValueError as e:
+            raise ValueError(f"player spec {spec_text(spec)}: {e}") from None
     return player
 
 

@@ -97,3 +97,16 @@ def line_orbits(lines: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, 
                 oriented[j] = image
         count += 1
     return orbit, oriented
+
+
+def symmetry_sample(symmetries: np.ndarray, count: int, seed: int = 0) -> np.ndarray:
+    """(count, cells) rows of ``symmetries`` (a group, identity first: ``Game.symmetries``): the identity and
+    ``count - 1`` others drawn without replacement by a generator of ``seed``, the same rows on every
+    machine; the whole group, in its own order, when ``count`` is its size. A ValueError past its size."""
+    symmetries = np.asarray(symmetries, dtype=np.int64)
+    if not 1 <= count <= len(symmetries):
+        raise ValueError(f"symmetries must be between 1 and the board's {len(symmetries)}, got {count}")
+    if count == len(symmetries):
+        return symmetries
+    others = np.random.default_rng(seed).choice(np.arange(1, len(symmetries)), count - 1, replace=False)
+    return symmetries[np.concatenate([[0], np.sort(others)])]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -217,15 +218,44 @@ class ValueNet(nn.Module):
         self.first = first
         self.rest = rest
         self.rank = rank  # registered as a submodule only when given: the state_dict without it is unchanged
+        # average_over: the images every board is valued through (not saved: a way of playing, not weights)
+        self.register_buffer("images", None, persistent=False)
+        self.register_buffer("inverse", None, persistent=False)
+
+    def average_over(self, images: torch.Tensor | np.ndarray | None) -> None:
+        """Value every board through its images: ``images`` (K, cells), each row a permutation of the cells
+        that maps the board's lines onto lines (rows of ``Game.symmetries``; ``ttt.games.symmetry_sample``),
+        image k showing cell ``images[k, j]`` of the board at cell j. Every score (the value head's logit,
+        the rank head's) is then the mean over the K images, and a value the Tanh of that mean logit, an
+        ensemble of the network over the board's symmetries: what one image gets wrong the others need not.
+        None: the board alone (the network as trained). Training never sets it."""
+        if images is None:
+            self.images = self.inverse = None
+            return
+        images = torch.tensor(np.array(images, dtype=np.int64), device=self.rest[-2].weight.device)
+        cells = images.shape[-1]
+        in_order = torch.arange(cells, device=images.device)
+        if images.ndim != 2 or len(images) < 1 or not torch.equal(images.sort(1).values, in_order.expand_as(images)):
+            raise ValueError("average_over needs a (K, cells) array whose rows are permutations of the cells")
+        self.images, self.inverse = images, images.argsort(1)
+
+    def _mean_over_images(self, score, x: torch.Tensor) -> torch.Tensor:
+        """(N, cells) boards -> (N,) the mean of ``score`` over the images of each board."""
+        k, cells = self.images.shape
+        return score(x[..., self.images].reshape(-1, cells)).reshape(*x.shape[:-1], k).mean(-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) values."""
+        if self.images is not None:
+            return torch.tanh(self.logit(x))
         return self.rest(self.act(self.first(x))).squeeze(-1)
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) inputs of the output unit's Tanh: ``forward(x) == tanh(logit(x))``."""
         if not isinstance(self.rest[-1], nn.Tanh):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
+        if self.images is not None:
+            return self._mean_over_images(lambda b: self.rest[:-1](self.act(self.first(b))).squeeze(-1), x)
         return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
 
     @torch.no_grad()
@@ -251,6 +281,8 @@ class ValueNet(nn.Module):
         one the value head's ``logit``."""
         if self.rank is None:
             return self.logit(x)
+        if self.images is not None:
+            return self._mean_over_images(lambda b: self.rank(self.trunk(b)).squeeze(-1), x)
         return self.rank(self.trunk(x)).squeeze(-1)
 
     def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -262,9 +294,7 @@ class ValueNet(nn.Module):
         first layer, only the detectors of the lines through a change, so the next layer's input
         changes by a sum over those lines (computed once per line and position).
         """
-        if self._by_lines():
-            return self._structured_afterstate_values(boards, legal)
-        return self.rest(self._linear_after(boards)).squeeze(-1).masked_fill(~legal, float("-inf"))
+        return self._afterstates(boards, legal, False)[0]
 
     def _by_lines(self) -> bool:
         """Whether afterstates are valued line by line (``_structured_next``): a structured first layer
@@ -284,23 +314,35 @@ class ValueNet(nn.Module):
         """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
         the value head's values (``afterstate_values``) and the rank head's scores (``rank_logit``), the
         trunk computed once; ``ranks`` is None without a rank head."""
-        if self.rank is None:
-            return self.afterstate_values(boards, legal), None
+        return self._afterstates(boards, legal, self.rank is not None)
+
+    def _afterstates(self, boards: torch.Tensor, legal: torch.Tensor,
+                     ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``afterstate_scores``, the rank head's scores only when ``ranks``; with ``average_over`` the mean
+        of each score over the images of the boards (the afterstate of cell c of a board is the afterstate
+        of its image's cell ``inverse[k, c]``)."""
+        if self.images is None:
+            logits, rank = self._afterstate_logits(boards, ranks)
+        else:
+            parts = [self._afterstate_logits(boards[..., image], ranks) for image in self.images]
+            logits = torch.stack([z[..., back] for (z, _), back in zip(parts, self.inverse, strict=True)]).mean(0)
+            rank = torch.stack([r[..., back] for (_, r), back in zip(parts, self.inverse, strict=True)]).mean(0) \
+                if ranks else None
+        values = torch.tanh(logits).masked_fill(~legal, float("-inf"))
+        return values, (rank.masked_fill(~legal, float("-inf")) if ranks else None)
+
+    def _afterstate_logits(self, boards: torch.Tensor, ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(E, cells) the value head's logits at the afterstate of every cell (legal or not), and the rank
+        head's scores when ``ranks`` (else None)."""
         if self._by_lines() and len(self.rest) == 2:
-            # no hidden layer: the rank unit reads the line detectors, the same shortcut with its weights
-            ranks = self._structured_next(boards, self.rank).squeeze(-1)
-            return self._structured_afterstate_values(boards, legal), ranks.masked_fill(~legal, float("-inf"))
+            # no hidden layer: the output unit (and the rank unit) read the line detectors
+            logits = self._structured_next(boards, self.rest[0]).squeeze(-1)
+            return logits, (self._structured_next(boards, self.rank).squeeze(-1) if ranks else None)
         if self._by_lines():
             h = self.rest[1:-2](self._structured_next(boards, self.rest[0]))  # (E, cells, width)
-            values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
-            return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
-        h = self.rest[:-2](self._linear_after(boards))
-        values, ranks = self.rest[-1](self.rest[-2](h)).squeeze(-1), self.rank(h).squeeze(-1)
-        return values.masked_fill(~legal, float("-inf")), ranks.masked_fill(~legal, float("-inf"))
-
-    def _structured_afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        values = self.rest[1:](self._structured_next(boards, self.rest[0])).squeeze(-1)
-        return values.masked_fill(~legal, float("-inf"))
+        else:
+            h = self.rest[:-2](self._linear_after(boards))
+        return self.rest[-2](h).squeeze(-1), (self.rank(h).squeeze(-1) if ranks else None)
 
     def _structured_next(self, boards: torch.Tensor, nxt: nn.Linear) -> torch.Tensor:
         """(E, cells, H): the Linear ``nxt`` after the line detectors, at every afterstate of ``boards``."""

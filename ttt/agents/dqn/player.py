@@ -17,6 +17,7 @@ from ttt.device import array_device, module_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import NO_RULES, Rules
+from ttt.games.symmetry import symmetry_sample
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer
 
@@ -45,6 +46,19 @@ class DQNPlayer(BatchPlayer):
     def with_rules(self, rules: Rules) -> DQNPlayer:
         """The same network choosing its moves with ``rules``."""
         return DQNPlayer(self.game, self.net, self.network, rules)
+
+    @property
+    def symmetries(self) -> int:
+        """How many of the board's symmetries the network values each board through (1: the board alone,
+        as trained; ``ValueNet.average_over``). Setting it (the player spec's ``symmetries`` option) takes
+        the identity and ``symmetries - 1`` others (``ttt.games.symmetry.symmetry_sample``, the same on every
+        machine; all of them at the group's size); every copy of this player (``with_rules``) shares it."""
+        return 1 if self.net.images is None else len(self.net.images)
+
+    @symmetries.setter
+    def symmetries(self, count: int) -> None:
+        images = symmetry_sample(self.game.symmetries, int(count))
+        self.net.average_over(None if len(images) == 1 else images)
 
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` (its rules applied): the value head's, also with a
