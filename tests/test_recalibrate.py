@@ -103,11 +103,24 @@ def test_the_recalibrated_checkpoint_values_and_moves(tmp_path):
     assert again["shift"] == pytest.approx(again["fit"]["scale"] * b + again["fit"]["shift"])
 
 
+def test_fitted_through_the_symmetries_it_rescales_the_mean_logit_the_spec_plays_by(tmp_path):
+    target = tmp_path / "rc4.pt"
+    entry = recalibrate(compose_recalibrate(f"checkpoint={SHIPPED}", f"output={target}", "games=30", "rollouts=1",
+                                            "symmetries=4"))
+    assert entry["fit"]["symmetries"] == 4
+    before, after = (player_from_checkpoint(load_checkpoint(path)) for path in (SHIPPED, target))
+    before.symmetries = after.symmetries = 4
+    history, _ = played_games(before.without_rules(), before.game, 10, 0.5, np.random.default_rng(4))
+    boards = history[:4].reshape(-1, before.game.num_cells)
+    assert np.allclose(entry["scale"] * logits_of(before, boards) + entry["shift"], logits_of(after, boards), atol=1e-4)
+
+
 @pytest.mark.parametrize("overrides, error, message", [
     (["output=x.pt"], ValueError, "give checkpoint=PATH"),
     ([f"checkpoint={SHIPPED}", f"output={SHIPPED}"], ValueError, "is the checkpoint itself"),
     ([f"checkpoint={SHIPPED}", "output=x.npz"], ValueError, "must end in .pt"),
     ([f"checkpoint={SHIPPED}", "output=x.pt", "games=1"], ValueError, "games must be >= 2"),
+    ([f"checkpoint={SHIPPED}", "output=x.pt", "symmetries=193"], ValueError, "between 1 and the board's 192"),
     ([f"checkpoint={ROOT / 'checkpoints' / 'alphazero_444'}", "output=x.pt"], CheckpointError, "expected 'dqn'"),
 ])
 def test_expected_errors(overrides, error, message, tmp_path, monkeypatch):

@@ -20,6 +20,9 @@ What it changes and what it does not:
   every AUC that ``ttt.calibration`` reports on the same games is the same.
 * The rules' exact values (wins, losses, forks at gamma) are not rescaled, so where a rule and the network
   both value moves, a rescaled network value can fall below (or rise above) a rule's that it was above.
+* ``symmetries=K`` fits the logit the player spec ``{checkpoint: OUT, symmetries: K}`` plays by, the mean
+  over K of the board's symmetries (``DQNPlayer.symmetries``): folded into the output unit, the same
+  ``a`` and ``b`` rescale that mean exactly. The entry records K; play the result with the same K.
 * The scale is one number for every position: an overconfident head (``a < 1``) is pulled towards 0
   everywhere, the afterstates whose value one move decides (exact -1 or +1) included. docs/calibration.md
   reports what that costs on Qubic.
@@ -58,6 +61,7 @@ class RecalibrateConfig:
     rollouts: int = 8  # continuations of each sample
     epsilon: float = 0.1  # exploration of the games and continuations (ttt.calibration's default)
     shift: bool = True  # false: fit the scale alone (b = 0)
+    symmetries: int = 1  # fit the logit averaged over this many of the board's symmetries (play it so too)
     seed: int = 1  # ttt.calibration measures with seed 0: other games than the fit's
     threads: int = 1  # torch intra-op threads
 
@@ -74,6 +78,10 @@ def logits_of(player, boards: np.ndarray) -> np.ndarray:
     with torch.inference_mode():
         x = torch.as_tensor(views, dtype=torch.float32, device=module_device(player.net))
         return player.net.logit(x).double().cpu().numpy()
+
+
+def symmetries_text(player) -> str:
+    return "" if player.symmetries == 1 else f", the network averaged over {player.symmetries} symmetries"
 
 
 def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
@@ -97,20 +105,23 @@ def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     torch.set_num_threads(int(cfg.threads))
     payload = load_checkpoint(source, kind="dqn")
     player = player_from_checkpoint(payload)
+    player.symmetries = int(cfg.symmetries)  # a ValueError past the board's group
     t0 = time.perf_counter()
     print(f"{source}: {cfg.games} self-play games x {cfg.rollouts} continuations (epsilon {cfg.epsilon:g}, "
-          f"seed {cfg.seed}) ...", file=out, flush=True)
+          f"seed {cfg.seed}{symmetries_text(player)}) ...", file=out, flush=True)
     rng = np.random.default_rng(int(cfg.seed))
     boards, outcomes = outcome_boards(without_threat_chains(player), player.game, int(cfg.games), int(cfg.rollouts),
                                       float(cfg.epsilon), rng)
     logits = logits_of(player, boards)
     scale, shift = fit_scale_shift(logits, outcomes, bool(cfg.shift))
     before, after = np.tanh(logits), np.tanh(scale * logits + shift)
+    player.net.average_over(None)  # the output unit's weights: the same fold with or without the images
     player.net.rescale_logit(scale, shift)
     earlier = payload.get("recalibrated") or {"scale": 1.0, "shift": 0.0}
     entry = {"scale": scale * float(earlier["scale"]), "shift": scale * float(earlier["shift"]) + shift,
              "fit": {"scale": scale, "shift": shift, "source": str(source), "games": int(cfg.games),
                      "rollouts": int(cfg.rollouts), "epsilon": float(cfg.epsilon), "seed": int(cfg.seed),
+                     "symmetries": int(cfg.symmetries),
                      "ece_before": reliability(before, outcomes)[1], "ece_after": reliability(after, outcomes)[1],
                      "mean_outcome": float(outcomes.mean()), "mean_value_before": float(before.mean()),
                      "mean_value_after": float(after.mean()), "pearson": pearson(before, outcomes)}}
