@@ -72,7 +72,10 @@ def test_a_network_without_biases_takes_a_scale_but_no_shift():
     net = build_value_net(OmegaConf.create({"kind": "structured", "detectors": 4, "hidden": [8], "bias": False}), game)
     with pytest.raises(ValueError, match="without biases"):
         net.rescale_logit(0.5, 0.1)
+    x = torch.as_tensor(np.random.default_rng(0).integers(-1, 2, (32, game.num_cells)), dtype=torch.float32)
+    logit = net.logit(x).detach()
     net.rescale_logit(0.5)
+    assert torch.allclose(net(x), torch.tanh(0.5 * logit), atol=1e-6)
 
 
 def test_the_recalibrated_checkpoint_values_and_moves(tmp_path):
@@ -119,7 +122,8 @@ def test_fitted_through_the_symmetries_it_rescales_the_mean_logit_the_spec_plays
     (["output=x.pt"], ValueError, "give checkpoint=PATH"),
     ([f"checkpoint={SHIPPED}", f"output={SHIPPED}"], ValueError, "is the checkpoint itself"),
     ([f"checkpoint={SHIPPED}", "output=x.npz"], ValueError, "must end in .pt"),
-    ([f"checkpoint={SHIPPED}", "output=x.pt", "games=1"], ValueError, "games must be >= 2"),
+    ([f"checkpoint={SHIPPED}", "output=x.pt", "games=1"], ValueError, "games=1: must be >= 2"),
+    ([f"checkpoint={SHIPPED}", "output=x.pt", "epsilon=1.5"], ValueError, r"epsilon=1.5: must be in \[0, 1\]"),
     ([f"checkpoint={SHIPPED}", "output=x.pt", "symmetries=193"], ValueError, "between 1 and the board's 192"),
     ([f"checkpoint={ROOT / 'checkpoints' / 'alphazero_444'}", "output=x.pt"], CheckpointError, "expected 'dqn'"),
 ])

@@ -44,7 +44,7 @@ from omegaconf import DictConfig
 from ttt.agents.dqn import player_from_checkpoint
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.cli import check_writable_file, run_cli
-from ttt.config import check_seed_and_threads
+from ttt.config import AT_LEAST_ONE, UNIT, Range, check_ranges, check_seed_and_threads
 from ttt.device import module_device
 from ttt.specs import checkpoint_file
 from ttt.value_games import fit_scale_shift, outcome_boards, reliability, without_threat_chains
@@ -80,10 +80,6 @@ def logits_of(player, boards: np.ndarray) -> np.ndarray:
         return player.net.logit(x).double().cpu().numpy()
 
 
-def symmetries_text(player) -> str:
-    return "" if player.symmetries == 1 else f", the network averaged over {player.symmetries} symmetries"
-
-
 def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     """Fit, fold and write what the config names; print the fit; return the ``recalibrated`` entry."""
     import torch
@@ -91,10 +87,7 @@ def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     if not cfg.checkpoint or not cfg.output:
         raise ValueError("give checkpoint=PATH (a dqn checkpoint or run folder) and output=FILE.pt")
-    if int(cfg.games) < 2 or int(cfg.rollouts) < 1:
-        raise ValueError(f"games must be >= 2 and rollouts >= 1, got {cfg.games} and {cfg.rollouts}")
-    if not 0.0 <= float(cfg.epsilon) <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {cfg.epsilon}")
+    check_ranges("", cfg, {"games": Range(2), "rollouts": AT_LEAST_ONE, "epsilon": UNIT, "symmetries": AT_LEAST_ONE})
     check_seed_and_threads(cfg)
     source, target = checkpoint_file(str(cfg.checkpoint)), Path(str(cfg.output))
     if target.suffix != ".pt":
@@ -107,16 +100,16 @@ def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     player = player_from_checkpoint(payload)
     player.symmetries = int(cfg.symmetries)  # a ValueError past the board's group
     t0 = time.perf_counter()
+    averaged = "" if player.symmetries == 1 else f", the network averaged over {player.symmetries} symmetries"
     print(f"{source}: {cfg.games} self-play games x {cfg.rollouts} continuations (epsilon {cfg.epsilon:g}, "
-          f"seed {cfg.seed}{symmetries_text(player)}) ...", file=out, flush=True)
+          f"seed {cfg.seed}{averaged}) ...", file=out, flush=True)
     rng = np.random.default_rng(int(cfg.seed))
     boards, outcomes = outcome_boards(without_threat_chains(player), player.game, int(cfg.games), int(cfg.rollouts),
                                       float(cfg.epsilon), rng)
     logits = logits_of(player, boards)
     scale, shift = fit_scale_shift(logits, outcomes, bool(cfg.shift))
     before, after = np.tanh(logits), np.tanh(scale * logits + shift)
-    player.net.average_over(None)  # the output unit's weights: the same fold with or without the images
-    player.net.rescale_logit(scale, shift)
+    player.net.rescale_logit(scale, shift)  # the output unit: the same fold with or without the images
     earlier = payload.get("recalibrated") or {"scale": 1.0, "shift": 0.0}
     entry = {"scale": scale * float(earlier["scale"]), "shift": scale * float(earlier["shift"]) + shift,
              "fit": {"scale": scale, "shift": shift, "source": str(source), "games": int(cfg.games),
@@ -129,12 +122,14 @@ def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     written.update(weights=player.net.state_dict(), recalibrated=entry)
     save_checkpoint(target, written)
     fit = entry["fit"]
+    measured = f"checkpoint={target}" if player.symmetries == 1 else \
+        f"'player={{checkpoint:{target},symmetries:{player.symmetries}}}'"
     print(f"fitted in {time.perf_counter() - t0:.0f} s: value = tanh({scale:.4f} * logit {shift:+.4f}) "
           f"(from the trained network: tanh({entry['scale']:.4f} * logit {entry['shift']:+.4f}))\n"
           f"on the fit's samples: ece {fit['ece_before']:.3f} -> {fit['ece_after']:.3f}, mean value "
           f"{fit['mean_value_before']:+.3f} -> {fit['mean_value_after']:+.3f} "
           f"(mean outcome {fit['mean_outcome']:+.3f})\n"
-          f"wrote {target}; measure it on other games: python -m ttt.calibration checkpoint={target}", file=out)
+          f"wrote {target}; measure it on other games: python -m ttt.calibration {measured}", file=out)
     return entry
 
 

@@ -324,10 +324,11 @@ class ValueNet(nn.Module):
         if self.images is None:
             logits, rank = self._afterstate_logits(boards, ranks)
         else:
-            parts = [self._afterstate_logits(boards[..., image], ranks) for image in self.images]
-            logits = torch.stack([z[..., back] for (z, _), back in zip(parts, self.inverse, strict=True)]).mean(0)
-            rank = torch.stack([r[..., back] for (_, r), back in zip(parts, self.inverse, strict=True)]).mean(0) \
-                if ranks else None
+            logits = rank = 0.0
+            for image, back in zip(self.images, self.inverse, strict=True):
+                z, r = self._afterstate_logits(boards[..., image], ranks)
+                logits, rank = logits + z[..., back], (rank + r[..., back] if ranks else None)
+            logits, rank = logits / len(self.images), (rank / len(self.images) if ranks else None)
         values = torch.tanh(logits).masked_fill(~legal, float("-inf"))
         return values, (rank.masked_fill(~legal, float("-inf")) if ranks else None)
 
