@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import ttt.benchmark as bm
 import ttt.specs as specs
 from ttt.agents import AGENTS
+from ttt.agents.dqn import NO_RULES
 from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.cli import run_cli
 from ttt.elo import PairResult, expected_score, fit_elo
@@ -181,9 +183,24 @@ def test_parse_spec():
     assert specs.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
     assert specs.parse_spec({"checkpoint": "a.pt", "simulations": 9}) == ("checkpoint", "a.pt", {"simulations": 9})
     assert specs.spec_label({"checkpoint": "runs/az/checkpoint.pt", "simulations": 9}) == "az:simulations=9"
-    with pytest.raises(ValueError, match=r"a checkpoint takes only the options \(simulations, symmetries\), not depth"):
+    with pytest.raises(ValueError, match=r"takes only the options \(simulations, symmetries, rules\), not depth"):
         specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
+
+
+def test_a_value_learners_spec_plays_its_network_alone_with_rules_false():
+    shipped = "checkpoints/dqn_444"
+    _, [(label, alone), (_, ruled), (_, kept)] = specs.load_agents(
+        [{"checkpoint": shipped, "rules": False}, shipped, {"checkpoint": shipped, "rules": True}], None)
+    assert label == "dqn_444:rules=False"
+    assert alone.rules == NO_RULES  # no rule in move selection, and the same network
+    mine, theirs = alone.net.state_dict(), ruled.net.state_dict()
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    assert ruled.rules != NO_RULES and ruled.rules.forks and kept.rules == ruled.rules  # true: the checkpoint's own
+    with pytest.raises(ValueError, match="rules is an option of a value learner"):
+        specs.load_agents([{"checkpoint": "checkpoints/alphazero_444", "rules": False}], None)
+    with pytest.raises(ValueError, match="rules must be true or false, got 0"):
+        specs.load_agents([{"checkpoint": shipped, "rules": 0}], None)
 
 
 def test_round_robin_fits_sorted_ratings(tmp_path):

@@ -12,7 +12,9 @@ A *spec* is one of:
   ``{checkpoint: PATH, simulations: N}``: a searching learner's (``alphazero``) with N simulations per move
   instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a value learner's (``dqn``) whose
   network values each board as the mean over K of its images under the board's symmetries
-  (``DQNPlayer.symmetries``) (``CHECKPOINT_OPTIONS``).
+  (``DQNPlayer.symmetries``); ``{checkpoint: PATH, rules: false}``: a value learner's network alone, with no
+  rule in move selection (``DQNPlayer.without_rules``; ``true``, the default, keeps the checkpoint's rules)
+  (``CHECKPOINT_OPTIONS``).
 
 Every error a user can cause (unknown player, bad option, board mismatch) is a one-line ValueError
 or CheckpointError.
@@ -53,12 +55,21 @@ def _parse_value(text: str) -> Any:
 
 # options of a checkpoint's spec: the player attribute each sets, and who has it
 CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)",
-                      "symmetries": "a value learner (dqn)"}
+                      "symmetries": "a value learner (dqn)",
+                      "rules": "a value learner (dqn)"}
 
 
 def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
     """``player`` with the spec's options set (a one-line ValueError for a player without them)."""
     for key, value in options.items():
+        if key == "rules":  # true: the checkpoint's own rules; false: the network alone
+            if not hasattr(player, "without_rules"):
+                raise ValueError(f"player spec {spec_text(spec)}: rules is an option of {CHECKPOINT_OPTIONS[key]}, "
+                                 f"not of this {type(player).__name__}")
+            if not isinstance(value, bool):
+                raise ValueError(f"player spec {spec_text(spec)}: rules must be true or false, got {value!r}")
+            player = player if value else player.without_rules()
+            continue
         if not hasattr(player, key):
             raise ValueError(f"player spec {spec_text(spec)}: {key} is an option of {CHECKPOINT_OPTIONS[key]}, "
                              f"not of this {type(player).__name__}")
