@@ -186,13 +186,14 @@ def test_parse_spec():
     with pytest.raises(ValueError, match=r"takes only the options \(simulations, symmetries, rules\), not depth"):
         specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
+    assert specs.spec_label({"name": "benchmark", "safe": False}) == "benchmark:safe=false"  # as a spec string
 
 
 def test_a_value_learners_spec_plays_its_network_alone_with_rules_false():
     shipped = "checkpoints/dqn_444"
     _, [(label, alone), (_, ruled), (_, kept)] = specs.load_agents(
         [{"checkpoint": shipped, "rules": False}, shipped, {"checkpoint": shipped, "rules": True}], None)
-    assert label == "dqn_444:rules=False"
+    assert label == "dqn_444:rules=false"
     assert alone.rules == NO_RULES  # no rule in move selection, and the same network
     mine, theirs = alone.net.state_dict(), ruled.net.state_dict()
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)

@@ -175,13 +175,15 @@ def check_player_name(name: str) -> None:
 
 
 def spec_label(spec: Any) -> str:
-    """A short name for a spec in tables: the spec string itself, or name:key=value for dicts."""
+    """A short name for a spec in tables: the spec string itself, or name:key=value for dicts (true and
+    false written as a spec string takes them)."""
     kind, target, options = parse_spec(spec)
+    pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in options.items()]
     if kind == "checkpoint":
-        return ":".join([checkpoint_label(target), *(f"{k}={v}" for k, v in options.items())])
+        return ":".join([checkpoint_label(target), *pairs])
     if isinstance(spec, str):
         return spec.strip()
-    return ":".join([target, *(f"{k}={v}" for k, v in options.items())])
+    return ":".join([target, *pairs])
 
 
 def checkpoint_file(target: str) -> Path:
