@@ -552,6 +552,51 @@ def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
     assert found == 5
 
 
+def test_label_threats_label_each_move_that_forces_a_fork_at_gamma_squared(monkeypatch):
+    from ttt.agents.dqn import labels
+    from ttt.games.threats import threat_forks
+
+    game = make_game("3x3x3")
+    rng = np.random.default_rng(2)
+    found = 0
+    for _ in range(300):  # positions of random games until a few have a threat that forces a fork
+        state = game.initial_state()
+        for _ in range(int(rng.integers(2, 8))):
+            if state.is_terminal():
+                break
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        if state.is_terminal():
+            continue
+        b = np.array(state.board, np.int8)[None]
+        me = np.array([state.to_play()], np.int8)
+        t = move_tactics(b, me, state.legal_mask()[None], game)
+        forcing = threat_forks(b, me, state.legal_mask()[None], game, t)[0]
+        if not forcing.any():
+            continue
+        views = (b * me[:, None]).astype(np.float32)
+
+        def labelled(threats, views=views, t=t):
+            out = labels.rule_targets(np.array([0]), views, t, GAMMA, game, threats=threats)
+            return {int(np.flatnonzero(o != views[0])[0]): float(v) for o, v in zip(out.obs, out.targets, strict=True)}
+
+        with_chains, without = labelled(1), labelled(0)
+        for a in np.flatnonzero(forcing):
+            assert with_chains[int(a)] == pytest.approx(GAMMA**2) and int(a) not in without
+        assert {a: v for a, v in with_chains.items() if not forcing[a]} == without  # the rest as before
+        found += 1
+        if found == 5:
+            break
+    assert found == 5
+    # the trainer passes the option on, and refuses it without the labels it adds to
+    seen = []
+    rule_targets = labels.rule_targets
+    monkeypatch.setattr(labels, "rule_targets", lambda *a, **k: seen.append(a[-1]) or rule_targets(*a, **k))
+    make_trainer(num_envs=2, rule_labels=True, label_threats=2).step()
+    assert seen == [2]
+    with pytest.raises(ConfigError, match="label_threats > 0 labels the learner's positions"):
+        Config(label_threats=1)
+
+
 def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
     def trainer():
         return make_trainer(num_envs=4, lr=0.05, rule_labels=True, random_labels=6, rank_labels=4,

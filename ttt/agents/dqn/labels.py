@@ -32,11 +32,12 @@ RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values
 
 
 def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
-                 defence: int = 0, rng: np.random.Generator | None = None, cap: int = 0) -> Targets:
-    """The afterstates of ``views`` whose values the rules know (``rule_values``), as training examples;
-    with ``cap`` > 0 at most that many per position, drawn by ``rng`` where it has more."""
+                 defence: int = 0, rng: np.random.Generator | None = None, cap: int = 0, threats: int = 0) -> Targets:
+    """The afterstates of ``views`` whose values the rules know (``rule_values``, with chains of up to
+    ``threats`` forcing threats), as training examples; with ``cap`` > 0 at most that many per position,
+    drawn by ``rng`` where it has more."""
     xp = arrays_of(views)
-    value, known = rule_values(views, tactics, gamma, game, defence, rng)
+    value, known = rule_values(views, tactics, gamma, game, defence, rng, threats)
     if cap and cap < known.shape[1]:  # the smallest random keys among each position's known afterstates
         keys = xp.where(known, xp.random(rng, tuple(known.shape)), 2.0)
         known = known & (keys <= xp.kth_smallest(keys, cap))

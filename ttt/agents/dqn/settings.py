@@ -44,6 +44,9 @@ class Config:
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
     rule_label_cap: int = 0  # with rule_labels, at most this many of a position's labelled afterstates are trained,
     # drawn at random (a position under a threat has a -1 for nearly every move); 0 = all
+    label_threats: int = 0  # with rule_labels, a move that wins through a chain of up to this many forcing threats
+    # ending in a fork is labelled too (gamma ** (d + 1)), and with fork_defence_labels a checked afterstate where
+    # the opponent has one (-gamma ** (d + 1)): the rules' values of play_threats (ttt.games.exact.rule_values)
     label_weight: float = 0.0  # > 0: a run's labels (rule_labels, random_labels) are a mean of their own in its loss,
     # weighing this many times the mean of its TD targets (td.example_weights); 0: one mean over all examples
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
@@ -91,7 +94,8 @@ class Config:
                                       "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
-                                      "rule_label_cap": NON_NEGATIVE, "label_weight": NON_NEGATIVE,
+                                      "rule_label_cap": NON_NEGATIVE, "label_threats": NON_NEGATIVE,
+                                      "label_weight": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
                                       "target_every": NON_NEGATIVE, "td_lambda": UNIT})
@@ -100,6 +104,8 @@ class Config:
                 if getattr(self, key):
                     raise ConfigError(f"agent.learn_opponent_moves=true does not combine with agent.{key}="
                                       f"{getattr(self, key)}")
+        if self.label_threats and not self.rule_labels:
+            raise ConfigError("agent.label_threats > 0 labels the learner's positions: set agent.rule_labels=true too")
         if self.rank_head and not self.rank_labels:
             raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
                               "set agent.rank_labels > 0 too")

@@ -276,7 +276,7 @@ class Trainer:
             t = None if tactics is None else tactics.take(at)  # run r's rows
             if settings.rule_labels and t is not None:
                 parts.append(labels.rule_targets(lrn[at], views[at], t, gamma, self.game, settings.fork_defence_labels,
-                                                 self.rngs[r], settings.rule_label_cap))
+                                                 self.rngs[r], settings.rule_label_cap, settings.label_threats))
             if settings.search_backup:
                 parts.append(labels.search_backup_targets(lrn[at], views[at], g_legal[at], t, nets[r], self.game,
                                                           gamma, self.rules))
