@@ -520,15 +520,14 @@ def test_fork_rules_in_move_selection_take_a_fork_and_stop_the_opponents():
     assert alone[2] != pytest.approx(-GAMMA)
 
 
-def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
+def forcing_positions(game, count: int = 5, seed: int = 2):
+    """``count`` positions of random games on ``game`` where the mover has a threat that forces a fork:
+    ``(state, tactics, forcing)``, ``forcing`` the (cells,) mask of those moves (``threat_forks``)."""
     from ttt.games.threats import threat_forks
 
-    game = make_game("3x3x3")
-    rng = np.random.default_rng(2)
-    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
-    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True, gamma=GAMMA, threats=1))
-    found = 0
-    for _ in range(300):  # positions of random games until a few have a threat that forces a fork
+    rng = np.random.default_rng(seed)
+    found = []
+    for _ in range(300):
         state = game.initial_state()
         for _ in range(int(rng.integers(2, 8))):
             if state.is_terminal():
@@ -541,39 +540,29 @@ def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
         legal = state.legal_mask()[None]
         t = move_tactics(b, me, legal, game)
         forcing = threat_forks(b, me, legal, game, t)[0]
-        if not forcing.any():
-            continue
+        if forcing.any():
+            found.append((state, t, forcing))
+            if len(found) == count:
+                return found
+    raise AssertionError(f"fewer than {count} positions with a forcing threat")
+
+
+def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
+    game = make_game("3x3x3")
+    net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
+    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True, gamma=GAMMA, threats=1))
+    for state, _, forcing in forcing_positions(game):
         values = player.action_values(state)
         for a in np.flatnonzero(forcing):
             assert values[int(a)] == pytest.approx(GAMMA**2)
-        found += 1
-        if found == 5:
-            break
-    assert found == 5
 
 
 def test_label_threats_label_each_move_that_forces_a_fork_at_gamma_squared(monkeypatch):
     from ttt.agents.dqn import labels
-    from ttt.games.threats import threat_forks
 
     game = make_game("3x3x3")
-    rng = np.random.default_rng(2)
-    found = 0
-    for _ in range(300):  # positions of random games until a few have a threat that forces a fork
-        state = game.initial_state()
-        for _ in range(int(rng.integers(2, 8))):
-            if state.is_terminal():
-                break
-            state = state.apply(int(rng.choice(state.legal_actions())))
-        if state.is_terminal():
-            continue
-        b = np.array(state.board, np.int8)[None]
-        me = np.array([state.to_play()], np.int8)
-        t = move_tactics(b, me, state.legal_mask()[None], game)
-        forcing = threat_forks(b, me, state.legal_mask()[None], game, t)[0]
-        if not forcing.any():
-            continue
-        views = (b * me[:, None]).astype(np.float32)
+    for state, t, forcing in forcing_positions(game):
+        views = (np.array(state.board, np.int8) * state.to_play()).astype(np.float32)[None]
 
         def labelled(threats, views=views, t=t):
             out = labels.rule_targets(np.array([0]), views, t, GAMMA, game, threats=threats)
@@ -583,10 +572,6 @@ def test_label_threats_label_each_move_that_forces_a_fork_at_gamma_squared(monke
         for a in np.flatnonzero(forcing):
             assert with_chains[int(a)] == pytest.approx(GAMMA**2) and int(a) not in without
         assert {a: v for a, v in with_chains.items() if not forcing[a]} == without  # the rest as before
-        found += 1
-        if found == 5:
-            break
-    assert found == 5
     # the trainer passes the option on, and refuses it without the labels it adds to
     seen = []
     rule_targets = labels.rule_targets
