@@ -716,3 +716,20 @@ def test_dqn_444_value_d16_is_the_falling_rate_value_player_at_30000_games_with_
     assert {k: (v, value[k]) for k, v in d16.items() if value[k] != v} == {
         "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (16, 4)}
+
+
+def test_move_errors_counts_what_a_player_misses(experiment_script, capsys):
+    """experiments/move_errors.py: a depth-1 search never misses a win or a block; the random player misses
+    some of each; every count is within its positions; gravity boards are refused."""
+    script = experiment_script("move_errors")
+    search = script.move_errors("alphabeta:1", "random", 40)
+    assert search["win_chances"] > 0 and search["wins_missed"] == 0 and search["blocks_missed"] == 0
+    rand = script.move_errors("random", "random", 40)
+    assert rand["wins_missed"] > 0 and rand["blocks_missed"] > 0
+    for row in (search, rand):
+        assert row["wins_missed"] <= row["win_chances"] and row["blocks_missed"] <= row["under_threat"]
+        assert row["allowed"] <= row["avoidable"] and row["lost_already"] <= row["moves"]
+    assert script.main(["random", "--opponent", "random", "--games", "4"]) == 0
+    assert capsys.readouterr().out.startswith("spec,opponent,games,score,moves,wins_missed")
+    with pytest.raises(ValueError, match="boards without gravity"):
+        script.move_errors("random", "random", 2, board="4x4x4_gravity")

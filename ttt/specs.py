@@ -62,17 +62,15 @@ CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)",
 def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
     """``player`` with the spec's options set (a one-line ValueError for a player without them)."""
     for key, value in options.items():
-        if key == "rules":  # true: the checkpoint's own rules; false: the network alone
-            if not hasattr(player, "without_rules"):
-                raise ValueError(f"player spec {spec_text(spec)}: rules is an option of {CHECKPOINT_OPTIONS[key]}, "
-                                 f"not of this {type(player).__name__}")
+        # rules: false is the same player without its rules (a copy); the others set an attribute of the player
+        if not hasattr(player, "without_rules" if key == "rules" else key):
+            raise ValueError(f"player spec {spec_text(spec)}: {key} is an option of {CHECKPOINT_OPTIONS[key]}, "
+                             f"not of this {type(player).__name__}")
+        if key == "rules":
             if not isinstance(value, bool):
                 raise ValueError(f"player spec {spec_text(spec)}: rules must be true or false, got {value!r}")
             player = player if value else player.without_rules()
             continue
-        if not hasattr(player, key):
-            raise ValueError(f"player spec {spec_text(spec)}: {key} is an option of {CHECKPOINT_OPTIONS[key]}, "
-                             f"not of this {type(player).__name__}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"player spec {spec_text(spec)}: {key} must be an integer >= 1, got {value!r}")
         try:
