@@ -1,7 +1,7 @@
 """Summarise a multirun in the shape of the paper's results table, as Markdown or CSV.
 
     python experiments/summarize.py (SWEEP_FOLDER | RUNS.csv) [tag=eval/benchmark/score] [last=40]
-                                    [format=md|csv|runs|paper|fidelity] [where=KEY:V|V,...]
+                                    [format=md|csv|runs|paper|fidelity|health] [where=KEY:V|V,...] [after=5000]
 
 For every run under the given folder (a folder with a ``tb/`` TensorBoard log), or every row of a
 CSV file that ``format=runs`` wrote, it reads the curve of ``tag``, takes its peak and the mean of
@@ -31,6 +31,10 @@ format=paper  the paper's table on Score Four: its 10 rows (network x regime) wi
               figures, this project's (rows grouped by network, regime, biases and protocol), and
               whether each lies inside the paper's mean +- 2 sd; a block-rate column as format=md's
               when the runs log it
+format=health  one Markdown row per run of a dqn learner: the last point of each of its value head's
+              health figures (``train/health/...``, ``ttt.agents.dqn.health``: saturated, logit, spread,
+              win, leaves_win) and the largest share of saturated afterstates after=N games (default
+              5000, the design's random phase) on; a run that logs none is left out
 format=fidelity  the batching-fidelity table: per network, regime and biases, each protocol's score
               (online; batched B=.. lr=..) at the training games of at=50000,100000,200000 (mean +-
               sd over seeds), and each batched protocol's difference from online with its 95% Welch
@@ -62,7 +66,9 @@ from ttt.curves import (
 )
 
 DEFAULT_TAG, DEFAULT_LAST = "eval/benchmark/score", 40
-FORMATS = ("md", "csv", "runs", "paper", "fidelity")
+FORMATS = ("md", "csv", "runs", "paper", "fidelity", "health")
+HEALTH = "train/health/"  # the tags of the value head's health figures (ttt.agents.dqn.health.TAGS)
+DEFAULT_AFTER = 5000  # format=health: the largest saturation from this many games on (the random phase's end)
 DEFAULT_AT = "50000,100000,200000"
 
 REGIME_NAMES = {"self_play": "self-play", "benchmark": "vs benchmark"}
@@ -284,6 +290,27 @@ def fidelity_table(runs: list[RunLog], at: list[int], tag: str = DEFAULT_TAG, to
     return "\n".join(lines) + "\n"
 
 
+def health_table(runs: list[RunLog], after: int = DEFAULT_AFTER) -> str:
+    """format=health: a Markdown row per run that logs the health figures (``HEALTH``): its last point of
+    each, and the largest ``saturated`` from ``after`` games on (empty when it has no point there)."""
+    from ttt.agents.dqn.health import TAGS
+
+    runs = [r for r in runs if len(r.curves.get(HEALTH + "saturated", ()))]
+    _, labels = short_labels([",".join(r.setting) for r in runs])
+    head = ["setting", "seed", "games", *TAGS, f"saturated_max (from {after:,})"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run, label in sorted(zip(runs, labels, strict=True), key=lambda x: (x[1], x[0].seed or 0)):
+        sat = run.curves[HEALTH + "saturated"]
+        later = sat.values[sat.steps >= after]
+        cells = [label, "" if run.seed is None else str(run.seed), f"{int(sat.steps[-1]):,}"]
+        for tag in TAGS:
+            curve = run.curves.get(HEALTH + tag)
+            cells.append(f"{curve.values[-1]:.3f}" if curve is not None and len(curve) else "")
+        cells.append(f"{later.max():.3f}" if len(later) else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def duplicate_seeds(rows: list[dict]) -> list[str]:
     """Warnings for groups in which two runs share a seed (the same run counted twice)."""
     out = []
@@ -300,12 +327,12 @@ def main(argv: list[str]) -> None:
         print(__doc__)
         sys.exit(0 if argv else 2)
     root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md", "at": DEFAULT_AT,
-                        "where": ""}
+                        "where": "", "after": str(DEFAULT_AFTER)}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
             sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,... "
-                     "where=KEY:V|V,...")
+                     "where=KEY:V|V,... after=N")
         opts[key] = value
     if opts["format"] not in FORMATS:
         sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
@@ -317,6 +344,13 @@ def main(argv: list[str]) -> None:
         runs = match_runs(runs, parse_where(opts["where"]))
     except ValueError as e:  # a CSV file that is not a table of runs, a bad where=, or no run matches it
         sys.exit(f"summarize: {e}")
+    if opts["format"] == "health":
+        if not opts["after"].isdigit():
+            sys.exit(f"summarize: after={opts['after']}: give a whole number of training games")
+        if not any(len(r.curves.get(HEALTH + "saturated", ())) for r in runs):
+            sys.exit(f"summarize: no run under {root} logs the health figures ({HEALTH}...; dqn runs log them)")
+        print(health_table(runs, int(opts["after"])), end="")
+        return
     groups = group_runs(r for r in runs if len(r.curves.get(tag, ())))
     rows = summarize(root, tag, last, groups)
     if not rows:

@@ -321,16 +321,24 @@ class ValueNet(nn.Module):
         """``afterstate_scores``, the rank head's scores only when ``ranks``; with ``average_over`` the mean
         of each score over the images of the boards (the afterstate of cell c of a board is the afterstate
         of its image's cell ``inverse[k, c]``)."""
-        if self.images is None:
-            logits, rank = self._afterstate_logits(boards, ranks)
-        else:
-            logits = rank = 0.0
-            for image, back in zip(self.images, self.inverse, strict=True):
-                z, r = self._afterstate_logits(boards[..., image], ranks)
-                logits, rank = logits + z[..., back], (rank + r[..., back] if ranks else None)
-            logits, rank = logits / len(self.images), (rank / len(self.images) if ranks else None)
+        logits, rank = self._mean_afterstate_logits(boards, ranks)
         values = torch.tanh(logits).masked_fill(~legal, float("-inf"))
         return values, (rank.masked_fill(~legal, float("-inf")) if ranks else None)
+
+    def afterstate_logits(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """The value head's logits (the Tanh's inputs) of every legal afterstate in one pass, as
+        ``afterstate_values`` computes them: (E, cells), -inf where illegal (``train/health/logit``)."""
+        return self._mean_afterstate_logits(boards, False)[0].masked_fill(~legal, float("-inf"))
+
+    def _mean_afterstate_logits(self, boards: torch.Tensor, ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``_afterstate_logits``, with ``average_over`` the mean over the images of the boards."""
+        if self.images is None:
+            return self._afterstate_logits(boards, ranks)
+        logits = rank = 0.0
+        for image, back in zip(self.images, self.inverse, strict=True):
+            z, r = self._afterstate_logits(boards[..., image], ranks)
+            logits, rank = logits + z[..., back], (rank + r[..., back] if ranks else None)
+        return logits / len(self.images), (rank / len(self.images) if ranks else None)
 
     def _afterstate_logits(self, boards: torch.Tensor, ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(E, cells) the value head's logits at the afterstate of every cell (legal or not), and the rank

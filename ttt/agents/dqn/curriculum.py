@@ -12,8 +12,8 @@ best move (the argmax of its afterstate values, with the learner's rules), explo
 TensorBoard tags of this learner (besides the ``eval/`` tags of ``ttt.training``): ``train/td_loss``,
 ``train/epsilon``, ``train/opponent`` (the opponent of games that start now: 0 random, 1 frozen,
 2 benchmark, 3 self_play), ``train/episodes_per_sec``, ``train/benchmark_share`` (share of the games
-in progress played against the benchmark player) and ``train/frozen_refreshes`` (copies taken of the
-frozen opponent).
+in progress played against the benchmark player), ``train/frozen_refreshes`` (copies taken of the
+frozen opponent) and the value head's health figures ``train/health/...`` (``ttt.agents.dqn.health``).
 """
 
 from __future__ import annotations
@@ -124,4 +124,7 @@ def log_scalars(run, trainer, r: int, episode: int, epsilon: float) -> str:
     share = float((opponent == OPPONENT_PHASES["benchmark"]).sum()) / len(opponent)
     run.log("train/benchmark_share", share, episode)
     run.log("train/frozen_refreshes", int(trainer.frozen_refreshes[r]), episode)
-    return f"opponent {trainer.phase_label(r)}"
+    figures = trainer.health(r)
+    for name, value in figures.items():
+        run.log(f"train/health/{name}", value, episode)
+    return f"opponent {trainer.phase_label(r)}, saturated {figures['saturated']:.2f}, spread {figures['spread']:.3f}"

@@ -22,6 +22,7 @@ import torch
 
 from ttt.agents.dqn import curriculum, labels
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
+from ttt.agents.dqn.health import Recent, health
 from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
 from ttt.agents.dqn.td import (
@@ -123,6 +124,7 @@ class Trainer:
         self.run_episodes = np.zeros(k, dtype=np.int64)
         self.run_steps = np.zeros(k, dtype=np.int64)
         self.active = np.ones(k, dtype=bool)  # runs still training (a finished run's games stop: retire)
+        self.recent = Recent(k, game.num_cells, xp)  # the learners' last positions, for the health figures
         self._live = None  # the games of the active runs, None while every run trains
         # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
         self.loss_sum = torch.zeros(k, dtype=torch.float64, device=torch_device(device))
@@ -254,7 +256,9 @@ class Trainer:
         new_value = bootstrap_values(values, chosen[lrn], xp)
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
-        g_legal = g.legal_mask()[lrn] if settings.search_backup else None
+        g_legal = g.legal_mask()[lrn]
+        for r, at in self.each_run(lrn):
+            self.recent.add(r, views[at], g_legal[at])
         after = xp.copy(views)
         after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
 
@@ -394,6 +398,11 @@ class Trainer:
         self.optimizer.step()
         self.loss_sum += losses
         self.loss_count += counts
+
+    def health(self, r: int = 0) -> dict[str, float]:
+        """The health figures of run ``r``'s value head over the positions its learners met last
+        (``ttt.agents.dqn.health``)."""
+        return health(self.nets[r], self.game, *self.recent.of(r))
 
     def take_loss(self, r: int = 0) -> float:
         """Mean TD loss of run ``r`` since the previous call (nan when there was no update)."""
