@@ -25,7 +25,7 @@ from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hyd
 from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.games import make_game
 from ttt.learners import register_configs, seed_everything
-from ttt.run_dir import check_runs_side_by_side
+from ttt.run_dir import check_group_folder, check_runs_side_by_side
 from ttt.training import Run
 
 
@@ -49,6 +49,7 @@ def train(cfg: DictConfig) -> dict:
         check_train_config(cfg)  # each run checks its own too; the memory, files and disk are the runs' together
         check_memory(cfg, make_game(cfg.game.name))
         check_runs_side_by_side(int(cfg.seeds), run_dir)
+        check_group_folder(run_dir, list(range(int(cfg.seed), int(cfg.seed) + int(cfg.seeds))))
         return learner.train_side_by_side(cfg, run_dir, Run)
     with Run(cfg, run_dir) as run:
         if run.finished is not None:

@@ -453,7 +453,7 @@ class Run:
         """For a learner with nothing to save midway: raise ``Interrupted`` if a stop was asked."""
         if self._stop is not None:
             self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name}; nothing saved "
-                     f"({self.cfg.agent.name} starts over when run again)")
+                     f"({self.cfg.agent.name} starts over: run again with overwrite=true)")
             raise Interrupted()
 
     def finish(self, player: Callable[[], Player], done: int, save: Callable[[int], Any],
