@@ -300,6 +300,7 @@ def test_a_checkpoint_after_checkpoint_minutes_and_a_stop_saves_after_the_step(c
     (["+agent.lrr=0.1"], "unknown key agent.lrr (did you mean agent.lr?)"),
     (["resume=true", "overwrite=true"], "resume=true and overwrite=true: choose one"),
     (["eval_opponents=[random,gandalf]"], "eval_opponents: unknown player 'gandalf'"),
+    (["eval_opponents=[random,benchmark,random]"], "eval_opponents lists a player twice (random); list each once"),
     (["game=4x4x4", "eval_opponents=[perfect]"], "eval_opponents: perfect play is available on"),
     (["+experiment=vi_33", "game=4x4x4"], "value_iteration: board 4x4x4 has 64 cells"),
     (["+experiment=qlearn_33", "agent.storage=huge"], "agent.storage='huge': choose one of auto, dense, sparse"),
@@ -595,3 +596,19 @@ def test_a_temporary_checkpoint_left_by_a_sigkill_is_removed_by_the_next_start(c
     assert f"removed {stray.name}, left by a run killed while writing" in capsys.readouterr().err
     assert not stray.exists() and (run / "checkpoint.pt").read_bytes() == before
 
+
+# ------------------------------------------------------------------- a sweep checks every job first
+def test_a_sweep_checks_every_jobs_values_before_the_first_job(tmp_path, monkeypatch, capsys):
+    sweep = tmp_path / "sweep"
+    args = ["-m", *TINY, "progress=false", "device=cpu", f"hydra.sweep.dir={sweep}"]
+    for swept, message in ((["seed=0,-1,2", "eval_opponents=[random]"],
+                            "job 1 of the sweep (seed=-1): seed=-1: must be in [0, 4294967295]"),
+                           (["seed=0,1", "eval_opponents=[random],[random,random]"],
+                            "job 1 of the sweep (seed=0 eval_opponents=[random,random]): eval_opponents lists a "
+                            "player twice (random)")):
+        capsys.readouterr()
+        assert _hydra_train(monkeypatch, *args, *swept) == 2
+        err = capsys.readouterr().err
+        lines = err.splitlines()
+        assert len(lines) == 1 and message in lines[0] and "no job was started" in lines[0], err
+        assert not sweep.exists()  # no job trained, nor even made its folder
