@@ -518,7 +518,7 @@ def test_runs_side_by_side_into_a_single_runs_folder_are_refused(compose_train, 
     train(compose_train(TINY))
     before = _run_files(run)
     line = _refused(capsys, train, compose_train([*TINY, "seeds=2", *resume]))
-    assert f"seeds=2: run_dir {run} holds a single run (checkpoint.pt, final_eval.json, train.log, tb)" in line
+    assert f"seeds=2: run_dir {run} holds a single run (checkpoint.pt, final_eval.json, train.log, tb/)" in line
     assert _run_files(run) == before and not list(run.glob("seed_*"))
 
 

@@ -328,7 +328,8 @@ def check_group_folder(run_dir: Path, seeds: list[int]) -> None:
     a single run (its files would sit beside the group's folders) or the runs of other seeds (a group's
     seeds are fixed at its start), before any folder is made."""
     run_dir = Path(run_dir)
-    single = [name for name in (*RUN_FILES, *RUN_FOLDERS, ASIDE) if (run_dir / name).exists()]
+    single = [name + ("/" if name in (*RUN_FOLDERS, ASIDE) else "") for name in (*RUN_FILES, *RUN_FOLDERS, ASIDE)
+              if (run_dir / name).exists()]
     if single:
         raise ConfigError(f"seeds={len(seeds)}: run_dir {run_dir} holds a single run ({', '.join(single)}); runs "
                           f"side by side go into seed_<s>/ folders and would be filed with it: choose another run_dir")
