@@ -300,6 +300,7 @@ def test_a_checkpoint_after_checkpoint_minutes_and_a_stop_saves_after_the_step(c
     (["+agent.lrr=0.1"], "unknown key agent.lrr (did you mean agent.lr?)"),
     (["resume=true", "overwrite=true"], "resume=true and overwrite=true: choose one"),
     (["eval_opponents=[random,gandalf]"], "eval_opponents: unknown player 'gandalf'"),
+    (["eval_opponents=[random,benchmark,random]"], "eval_opponents lists a player twice (random); list each once"),
     (["game=4x4x4", "eval_opponents=[perfect]"], "eval_opponents: perfect play is available on"),
     (["+experiment=vi_33", "game=4x4x4"], "value_iteration: board 4x4x4 has 64 cells"),
     (["+experiment=qlearn_33", "agent.storage=huge"], "agent.storage='huge': choose one of auto, dense, sparse"),
@@ -499,3 +500,115 @@ def test_a_run_resumed_at_an_evaluation_point_evaluates_it_again(compose_train, 
     assert "evaluated again (resumed at an evaluation point)" in (tmp_path / "run" / "train.log").read_text()
     steps = read_run(tmp_path / "run" / "tb").curves["eval/random/score"].steps.tolist()
     assert steps == [10, 20, 30]
+
+
+# ------------------------------------------------------------------- a run folder keeps its meaning
+def _refused(capsys, function, cfg) -> str:
+    """``function(cfg)`` through ``run_cli``: exit code 2 and one line; returns the line."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(function, cfg)
+    assert exit_info.value.code == 2
+    return _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("resume", [["resume=true"], []])
+def test_runs_side_by_side_into_a_single_runs_folder_are_refused(compose_train, tmp_path, capsys, resume):
+    run = tmp_path / "run"
+    train(compose_train(TINY))
+    before = _run_files(run)
+    line = _refused(capsys, train, compose_train([*TINY, "seeds=2", *resume]))
+    assert f"seeds=2: run_dir {run} holds a single run (checkpoint.pt, final_eval.json, train.log, tb/)" in line
+    assert _run_files(run) == before and not list(run.glob("seed_*"))
+
+
+def test_a_groups_folder_keeps_its_layout_and_its_seeds(compose_train, tmp_path, capsys):
+    run = tmp_path / "run"
+    group = [*TINY, "seeds=2", "eval_every=0"]
+    train(compose_train(group))
+    before = _run_files(run)
+    assert sorted(p.name for p in run.iterdir()) == ["seed_0", "seed_1"]
+    for overrides, message in (
+            (["resume=true"], f"run_dir {run} holds runs side by side (seed_0/, seed_1/); a single run would be "
+                              f"filed with them: continue them with seed=0 seeds=2"),
+            ([], "holds runs side by side (seed_0/, seed_1/)"),
+            (["overwrite=true"], "holds runs side by side (seed_0/, seed_1/)"),
+            (["seeds=3", "resume=true"], f"seed=0 seeds=3: run_dir {run} holds the runs side by side of seed=0 "
+                                         f"seeds=2; a group keeps its seeds"),
+            (["seeds=2", "seed=1", "overwrite=true"], "seed=1 seeds=2: run_dir"),
+    ):
+        args = [*TINY, "eval_every=0", *overrides]
+        assert message in _refused(capsys, train, compose_train(args)), overrides
+    assert _run_files(run) == before
+    # the group as it was started resumes (finished: skipped)
+    assert sorted(train(compose_train([*group, "resume=true"]))["runs"]) == [0, 1]
+
+
+@pytest.mark.parametrize("resume", [["resume=true"], []])
+def test_an_earlier_runs_results_without_its_checkpoint_are_refused_unless_overwrite(compose_train, tmp_path,
+                                                                                   capsys, resume):
+    run = tmp_path / "run"
+    train(compose_train(TINY))
+    (run / "checkpoint.pt").unlink()
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    before = _run_files(run)
+    line = _refused(capsys, train, compose_train([*TINY, "seed=1", *resume]))
+    assert f"run_dir {run} holds final_eval.json, train.log, tb/, .hydra/ of an earlier run but no checkpoint" in line
+    assert "overwrite=true starts over" in line and _run_files(run) == before
+    # overwrite=true: the earlier run's results go, none of them mixed with the new run's
+    out = train(compose_train([*TINY, "seed=1", "episodes=20", "overwrite=true"]))
+    assert out["episodes"] == 20 and "/40 " not in (run / "train.log").read_text()
+    assert len(list((run / "tb").glob("events.out.tfevents.*"))) == 1
+
+
+def test_checkpoints_of_two_formats_in_one_folder_are_refused_unless_overwrite(compose_train, tmp_path, capsys):
+    run = tmp_path / "run"
+    qlearn = ["+experiment=qlearn_33", "episodes=20", "eval_every=0", "eval_games=2", "eval_opponents=[random]"]
+    train(compose_train(qlearn))
+    os.rename(run / "checkpoint.npz", tmp_path / "checkpoint.npz")
+    (run / "final_eval.json").unlink()
+    train(compose_train([*TINY, "overwrite=true"]))
+    os.rename(tmp_path / "checkpoint.npz", run / "checkpoint.npz")  # a q_learning checkpoint beside dqn's
+    before = _run_files(run)
+    for args in ([*qlearn, "resume=true", "episodes=40"], [*TINY, "resume=true", "episodes=60"], qlearn):
+        line = _refused(capsys, train, compose_train(args))
+        assert f"run_dir {run} holds both checkpoint.pt and checkpoint.npz, checkpoints of two runs" in line
+    assert _run_files(run) == before
+    train(compose_train([*qlearn, "overwrite=true"]))
+    assert (run / "checkpoint.npz").is_file() and not (run / "checkpoint.pt").exists()
+
+
+def test_a_temporary_checkpoint_left_by_a_sigkill_is_removed_by_the_next_start(compose_train, tmp_path, capsys):
+    run = tmp_path / "run"
+    train(compose_train(TINY))
+    before = (run / "checkpoint.pt").read_bytes()
+    # killed while writing the checkpoint: atomic_write's temporary file stays, the checkpoint is whole
+    kill = ("import os, signal, sys; from ttt.checkpoint import atomic_write; atomic_write(sys.argv[1], "
+            "lambda tmp: (tmp.write_bytes(b'half'), os.kill(os.getpid(), signal.SIGKILL)))")
+    done = subprocess.run([sys.executable, "-c", kill, str(run / "checkpoint.pt")],
+                          env={**ENV, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == -signal.SIGKILL
+    (stray,) = run.glob(".checkpoint.*.tmp.pt")
+    assert (run / "checkpoint.pt").read_bytes() == before
+    capsys.readouterr()
+    train(compose_train([*TINY, "resume=true"]))  # finished: skipped, and the folder cleaned
+    assert f"removed {stray.name}, left by a run killed while writing" in capsys.readouterr().err
+    assert not stray.exists() and (run / "checkpoint.pt").read_bytes() == before
+
+
+# ------------------------------------------------------------------- a sweep checks every job first
+def test_a_sweep_checks_every_jobs_values_before_the_first_job(tmp_path, monkeypatch, capsys):
+    sweep = tmp_path / "sweep"
+    args = ["-m", *TINY, "progress=false", "device=cpu", f"hydra.sweep.dir={sweep}"]
+    for swept, message in ((["seed=0,-1,2", "eval_opponents=[random]"],
+                            "job 1 of the sweep (seed=-1): seed=-1: must be in [0, 4294967295]"),
+                           (["seed=0,1", "eval_opponents=[random],[random,random]"],
+                            "job 1 of the sweep (seed=0 eval_opponents=[random,random]): eval_opponents lists a "
+                            "player twice (random)")):
+        capsys.readouterr()
+        assert _hydra_train(monkeypatch, *args, *swept) == 2
+        err = capsys.readouterr().err
+        lines = err.splitlines()
+        assert len(lines) == 1 and message in lines[0] and "no job was started" in lines[0], err
+        assert not sweep.exists()  # no job trained, nor even made its folder

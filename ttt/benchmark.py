@@ -29,7 +29,7 @@ from ttt.cli import check_writable_file, run_cli, write_json
 from ttt.config import GameConfig, check_seed_and_threads
 from ttt.elo import PairResult, fit_elo
 from ttt.evaluate import play_match
-from ttt.specs import agent_spec, board_name, load_agents
+from ttt.specs import agent_spec, board_name, distinct_labels, load_agents
 
 PROGRESS_SECONDS = 10.0  # a match still running reports its progress on stderr this often
 
@@ -149,9 +149,7 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
     if len(specs) < 2:
         raise ValueError("round_robin needs at least two players")
     game, players = load_agents(specs, board_name(cfg))
-    names = [label for label, _ in players]
-    if len(set(names)) < len(names):
-        raise ValueError(f"round_robin lists a player twice: {names}")
+    names = distinct_labels(players, "round_robin")
     anchor = cfg.elo_anchor if cfg.elo_anchor in names else None
     print(f"round robin on {game.name}: {len(names)} players, {int(cfg.games)} games per pair, "
           f"half in each seat (seed {int(cfg.seed)})", file=out, flush=True)

@@ -10,7 +10,9 @@ Checkpoints are data, not code. A checkpoint is a dict with at least ``format_ve
 
 Every file the project writes goes through ``atomic_write``: a temporary file in the same folder,
 flushed and fsynced, then renamed over the target. A run killed mid-write, a full disk or any other
-error leaves the previous file whole and no temporary file behind; an ``OSError`` names the target.
+error leaves the previous file whole and no temporary file behind (a SIGKILL leaves its temporary file:
+``temporary_files`` finds it, and the next training start in that folder removes it); an ``OSError``
+names the target.
 Files get the mode a plain ``open`` would give them (0644 under the usual umask). A checkpoint is
 serialised in memory first, so a full disk is an ``OSError`` (ENOSPC), not a serialiser's error.
 Every failure to read is a ``CheckpointError`` whose message is one line naming the file. A
@@ -21,6 +23,7 @@ and the statistics of its values would otherwise fail far from the cause or go o
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -59,7 +62,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
         if path.is_dir():
             raise IsADirectoryError(21, "is a folder, not a file", str(path))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+        prefix, suffix = _temporary_name(path)
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
         os.close(fd)
         tmp = Path(name)
         write(tmp)
@@ -79,6 +83,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
     return path
+
+
+def _temporary_name(path: Path) -> tuple[str, str]:
+    """The prefix and suffix of ``atomic_write``'s temporary files for ``path`` (``.checkpoint.XXXX.tmp.pt``)."""
+    return f".{path.stem}.", f".tmp{path.suffix}"
+
+
+def temporary_files(path: str | os.PathLike) -> list[Path]:
+    """The temporary files of ``atomic_write`` beside ``path``: a process killed mid-write (SIGKILL, a
+    power cut) leaves its one behind, which nothing else removes."""
+    path = Path(path)
+    prefix, suffix = _temporary_name(path)
+    return sorted(p for p in path.parent.glob(glob.escape(prefix) + "*" + glob.escape(suffix)) if p.is_file())
 
 
 def _write_bytes(data: bytes) -> Callable[[Path], Any]:

@@ -12,7 +12,13 @@ checkpoint's config, and nothing on disk lost when a start fails.
   taken before the machine rebooted, or that holds no possible pid (-1, 10**30: not one a run
   wrote) is stale and replaced, with a note saying why.
 * ``open(resume, overwrite, ...)``: a folder holding a checkpoint is refused unless ``resume=true``
-  (the checkpoint is loaded and its config compared: ``config_changes``) or ``overwrite=true``.
+  (the checkpoint is loaded and its config compared: ``config_changes``) or ``overwrite=true``; one
+  holding an earlier run's results (``final_eval.json``, ``train.log``, ``tb/``, ``.hydra/``) but no
+  checkpoint, or both ``checkpoint.pt`` and ``checkpoint.npz``, is refused unless ``overwrite=true``.
+  A folder's layout is fixed once it holds a run: one run, or the ``seed_<s>/`` folders of runs side
+  by side (``seeds=K``, ``check_group_folder``); a start that would change it is refused, whatever
+  ``resume`` and ``overwrite`` say. The temporary files a run killed mid-write left
+  (``ttt.checkpoint.temporary_files``) are removed once the start is accepted.
   Overwriting first moves the earlier run's files (checkpoint, ``final_eval.json``, ``tb/``,
   ``train.log``) aside into ``.overwritten/``; they are deleted only once the new run has its
   first checkpoint (``commit``) and put back when the start fails or stops before then
@@ -34,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ttt.checkpoint import CheckpointError, load_checkpoint
+from ttt.checkpoint import CheckpointError, load_checkpoint, temporary_files
 from ttt.config import ConfigError
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "checkpoint.npz")
@@ -44,6 +50,7 @@ PID_MAX = 2**22  # the largest process id Linux gives (kernel.pid_max at most); 
 ASIDE = ".overwritten"  # the earlier run's files while an overwrite=true run starts
 RUN_FILES = (*CHECKPOINT_NAMES, "final_eval.json", "train.log")  # plain files a run writes
 RUN_FOLDERS = ("tb",)
+SEED_FOLDER = re.compile(r"seed_(\d+)")  # one run of a group side by side (seeds=K): run_dir/seed_<s>/
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
 RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "eval_alone", "threads",
                "checkpoint_every", "checkpoint_minutes", "log_every", "device", "agent.final_eval_games",
@@ -293,6 +300,45 @@ def check_runs_side_by_side(seeds: int, run_dir: Path) -> None:
                           f"{free / 2**20:,.0f} MiB free under {where}; choose fewer seeds or another run_dir")
 
 
+# ------------------------------------------------------------------------------------ the layout
+def seed_folder(run_dir: Path, seed: int) -> Path:
+    """The folder of seed ``seed``'s run in a group side by side (``seeds=K``) in ``run_dir``."""
+    return Path(run_dir) / f"seed_{seed}"
+
+
+def group_seeds(folder: Path) -> list[int]:
+    """The seeds whose runs side by side ``folder`` holds: its ``seed_<s>/`` folders with a run's files in them."""
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:  # not there, or unreadable (check_writable_dir reports it)
+        return []
+    return sorted(int(m.group(1)) for p in entries if (m := SEED_FOLDER.fullmatch(p.name)) and p.is_dir()
+                  and any((p / name).exists() for name in (*RUN_FILES, *RUN_FOLDERS)))
+
+
+def group_text(seeds: list[int]) -> str:
+    """``seeds`` as the options of the command that trains them side by side, else as their folders."""
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"seed={seeds[0]} seeds={len(seeds)}"
+    return "the runs of " + ", ".join(f"seed_{s}/" for s in seeds)
+
+
+def check_group_folder(run_dir: Path, seeds: list[int]) -> None:
+    """Refuse (ConfigError, one line) runs side by side of ``seeds`` in ``run_dir`` when the folder holds
+    a single run (its files would sit beside the group's folders) or the runs of other seeds (a group's
+    seeds are fixed at its start), before any folder is made."""
+    run_dir = Path(run_dir)
+    single = [name + ("/" if name in (*RUN_FOLDERS, ASIDE) else "") for name in (*RUN_FILES, *RUN_FOLDERS, ASIDE)
+              if (run_dir / name).exists()]
+    if single:
+        raise ConfigError(f"seeds={len(seeds)}: run_dir {run_dir} holds a single run ({', '.join(single)}); runs "
+                          f"side by side go into seed_<s>/ folders and would be filed with it: choose another run_dir")
+    held = group_seeds(run_dir)
+    if held and held != seeds:
+        raise ConfigError(f"{group_text(seeds)}: run_dir {run_dir} holds the runs side by side of {group_text(held)}; "
+                          f"a group keeps its seeds: continue it with those, or choose another run_dir")
+
+
 # ------------------------------------------------------------------------------------ the folder
 class RunFolder:
     """A run's folder: its lock, the checks of what is in it, resume and overwrite (module docstring)."""
@@ -315,6 +361,14 @@ class RunFolder:
     def existing(self) -> list[Path]:
         """The checkpoints in the folder."""
         return [self.path / name for name in CHECKPOINT_NAMES if (self.path / name).is_file()]
+
+    def results(self) -> list[str]:
+        """The names of an earlier run's outputs besides its checkpoint: ``final_eval.json``, ``train.log``,
+        ``tb/``, and Hydra's record of its command (``.hydra/``, written at its first checkpoint)."""
+        names = [name for name in RUN_FILES if name not in CHECKPOINT_NAMES and (self.path / name).exists()]
+        names += [name + "/" for name in RUN_FOLDERS if (self.path / name).exists()]
+        record = self.path / HYDRA_RECORD
+        return names + [HYDRA_RECORD + "/"] if record.is_dir() and any(record.iterdir()) else names
 
     def check_paths(self) -> None:
         """Refuse (ConfigError) a name the run writes that is there as the wrong kind of thing."""
@@ -339,10 +393,23 @@ class RunFolder:
         ``finished`` and ``purge_step``; with ``overwrite`` the earlier run's files are set aside.
         """
         notes = self._recover()
-        existing = self.existing()
+        held = group_seeds(self.path)
+        if held:
+            raise ConfigError(f"run_dir {self.path} holds runs side by side ({', '.join(f'seed_{s}/' for s in held)}); "
+                              f"a single run would be filed with them: continue them with {group_text(held)}, or "
+                              f"choose another run_dir")
+        existing, results = self.existing(), self.results()
+        if len(existing) > 1 and not overwrite:
+            raise ConfigError(f"run_dir {self.path} holds both {existing[0].name} and {existing[1].name}, checkpoints "
+                              f"of two runs; move one away, or overwrite=true starts over (deleting both)")
         if existing and not resume and not overwrite:
             raise ConfigError(f"run_dir {self.path} holds {existing[0].name} of an earlier run; resume=true "
                               f"continues it, overwrite=true starts over (deleting it)")
+        if results and not existing and not overwrite:
+            raise ConfigError(f"run_dir {self.path} holds {', '.join(results)} of an earlier run but no checkpoint"
+                              f"{' to resume' if resume else ''}; overwrite=true starts over (deleting them), or "
+                              f"choose another run_dir")
+        notes += self._remove_temporaries()
         if resume and existing:
             errors: list[CheckpointError | ConfigError] = []
             for path in existing:
@@ -364,18 +431,28 @@ class RunFolder:
                          + (f" (changed: {'; '.join(free)})" if free else ""))
         elif resume:
             notes.append(f"resume=true: no checkpoint in {self.path}; starting from the beginning")
-        if overwrite and (existing or (self.path / "tb").exists()):
+        if overwrite and (existing or results):
             self._set_aside()
         return notes
 
+    def _remove_temporaries(self) -> list[str]:
+        """The temporary files of the run's atomic writes that a run killed mid-write left (the lock is
+        held: no run is writing them now)."""
+        stray = [p for name in RUN_FILES for p in temporary_files(self.path / name)]
+        for path in stray:
+            path.unlink(missing_ok=True)
+        return [f"removed {', '.join(p.name for p in stray)}, left by a run killed while writing"] if stray else []
+
     # ------------------------------------------------------------------ overwrite=true
     def _set_aside(self) -> None:
+        names = [name for name in (*RUN_FILES, *RUN_FOLDERS) if (self.path / name).exists()]
+        if not names:  # Hydra's record alone: the new run's replaces it at its first checkpoint
+            return
         aside = self.path / ASIDE
         aside.mkdir()
-        for name in (*RUN_FILES, *RUN_FOLDERS):
-            if (self.path / name).exists():
-                os.rename(self.path / name, aside / name)
-                self._aside.append(name)
+        for name in names:
+            os.rename(self.path / name, aside / name)
+            self._aside.append(name)
 
     def set_aside(self) -> bool:
         """Whether the earlier run's files are set aside, not yet deleted (overwrite=true before the

@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import checkpoint_label, load_player
 from ttt.checkpoint import CheckpointError
+from ttt.config import ConfigError
 from ttt.games import BOARDS, Game, make_game
 from ttt.games.boards import DEFAULT_BOARDS
 from ttt.players import PLAYERS, Player, make_player, player_factory
@@ -225,6 +226,16 @@ def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tup
                 raise ValueError(f"player {target!r}: {e}; options are ({', '.join(_option_names(target))})") from None
         out.append((spec_label(spec), player))
     return game, out
+
+
+def distinct_labels(players: list[tuple[str, Player]], what: str) -> list[str]:
+    """The labels of ``players`` (``load_agents``); ConfigError naming ``what``, the key that lists them, when
+    a player is listed twice (its results would be filed under one name twice)."""
+    names = [label for label, _ in players]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigError(f"{what} lists a player twice ({', '.join(twice)}); list each once")
+    return names
 
 
 def board_name(cfg: DictConfig) -> str | None:

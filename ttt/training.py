@@ -2,8 +2,9 @@
 of evaluations, checkpoints, log lines and stops.
 
 A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the config before any work starts
-(``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation opponents, which it
-builds), checks that the folder is writable and that nothing in it is in the way, and takes its lock;
+(``check_values``: ``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation
+opponents, which it builds, each listed once; a sweep checks every job's values with it before its first job),
+checks that the folder is writable and that nothing in it is in the way, and takes its lock;
 ``ttt.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module docstring there).
 A folder holding a checkpoint is refused unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the
 earlier checkpoint, ``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only once the new run
@@ -83,11 +84,40 @@ from ttt.games import Game, make_game
 from ttt.learners import check_learner, learner_device
 from ttt.players import Player
 from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
-from ttt.specs import load_agents
+from ttt.specs import distinct_labels, load_agents
 from ttt.value_quality import evaluation_scalars
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
+
+
+# ------------------------------------------------------------------------------------ the values
+def check_values(cfg: DictConfig, device: str | None = None) -> tuple[str, Game, list[tuple[str, Player]]]:
+    """Check every value of a training config before any work (``Run`` at its start; ``ttt.train`` for each
+    job of a sweep before the first): the schemas' checks (``check_train_config``), the learner's settings,
+    the memory the games need, and the evaluation opponents, built. Returns (device, game, opponents);
+    raises ConfigError (one line naming the key).
+
+    The device, "cpu" or "cuda" (``ttt.device``), is where the learner's games and networks live; a learner
+    that cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU)."""
+    check_train_config(cfg)
+    learner = check_learner(cfg)
+    device = learner_device(cfg, learner) if device is None else device
+    game = make_game(cfg.game.name)
+    check_memory(cfg, game, device)
+    return device, game, _opponents(cfg, game)
+
+
+def _opponents(cfg: DictConfig, game: Game) -> list[tuple[str, Player]]:
+    """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
+    checkpoints), built now: a bad one, or one listed twice (its matches would share one name in
+    ``final_eval.json`` and TensorBoard), fails before any work, naming the key."""
+    try:
+        opponents = load_agents(list(cfg.eval_opponents), game.name)[1]
+    except (ValueError, TypeError, CheckpointError) as e:
+        raise ConfigError(f"eval_opponents: {one_line(e)}") from None
+    distinct_labels(opponents, "eval_opponents")
+    return opponents
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -116,14 +146,7 @@ class Run:
         self._cut_short = False  # an evaluation whose checkpoint is saved: a signal stops it at once
         self.clock = TrainingClock()  # train/cpu_seconds (ttt.clock); a resumed run's goes on from its checkpoint
         try:
-            check_train_config(cfg)
-            learner = check_learner(cfg)
-            # "cpu" or "cuda" (ttt.device): where the learner's games and networks live; a learner that
-            # cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU).
-            self.device = learner_device(cfg, learner) if device is None else device
-            self.game: Game = make_game(cfg.game.name)
-            check_memory(cfg, self.game, self.device)
-            self.opponents = self._make_opponents()
+            self.device, self.game, self.opponents = check_values(cfg, device)
             self.total = int(cfg.episodes)
             self.eval_every = int(cfg.eval_every)
             self.checkpoint_every = int(cfg.checkpoint_every)
@@ -147,14 +170,6 @@ class Run:
             raise
 
     # ------------------------------------------------------------------ setting up
-    def _make_opponents(self) -> list[tuple[str, Player]]:
-        """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
-        checkpoints), built now: a bad one fails before any work, naming the key."""
-        try:
-            return load_agents(list(self.cfg.eval_opponents), self.game.name)[1]
-        except (ValueError, TypeError, CheckpointError) as e:
-            raise ConfigError(f"eval_opponents: {one_line(e)}") from None
-
     def _open(self, notes: list[str]) -> None:
         cfg = self.cfg
         notes += self.folder.open(bool(cfg.resume), bool(cfg.overwrite),
@@ -453,7 +468,7 @@ class Run:
         """For a learner with nothing to save midway: raise ``Interrupted`` if a stop was asked."""
         if self._stop is not None:
             self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name}; nothing saved "
-                     f"({self.cfg.agent.name} starts over when run again)")
+                     f"({self.cfg.agent.name} starts over: run again with overwrite=true)")
             raise Interrupted()
 
     def finish(self, player: Callable[[], Player], done: int, save: Callable[[int], Any],

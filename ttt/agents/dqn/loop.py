@@ -34,6 +34,7 @@ from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
 from ttt.evaluate import Recorded
 from ttt.games.arrays import arrays_for
+from ttt.run_dir import seed_folder
 
 
 def check(cfg: DictConfig, game) -> None:
@@ -58,9 +59,9 @@ def train_side_by_side(cfg: DictConfig, run_dir: Path, make_run) -> dict:
         for s in seeds:
             sub = cfg.copy()
             OmegaConf.set_struct(sub, False)
-            sub.seed, sub.seeds, sub.run_dir, sub.progress = s, 1, str(run_dir / f"seed_{s}"), False
+            sub.seed, sub.seeds, sub.run_dir, sub.progress = s, 1, str(seed_folder(run_dir, s)), False
             OmegaConf.set_struct(sub, True)
-            run = stack.enter_context(make_run(sub, run_dir / f"seed_{s}"))
+            run = stack.enter_context(make_run(sub, seed_folder(run_dir, s)))
             run.resume_dir = run_dir  # Ctrl-C prints the command that resumes the whole group
             runs[s] = run
         results = {s: run.finished for s, run in runs.items() if run.finished is not None}
