@@ -32,6 +32,30 @@ def fake_run(root: Path, name: str, scalars: dict[str, list[tuple[int, float]]],
     return run
 
 
+def test_a_resumed_runs_log_reads_whole_and_without_tensorboards_own_log_lines(tmp_path, caplog):
+    # TensorBoard's reader logged the restart ("Detected out of order event.step ... Removing 2 scalars")
+    # and the next file ("No path found after ..."): under Hydra's logging, alarming lines on stderr at resume
+    import logging
+
+    from ttt.curves import read_run
+    from ttt.event_file import EventFile
+
+    first = EventFile(tmp_path / "tb")
+    for step in (10, 20, 30, 40):
+        first.add_scalar("eval/random/score", step / 100, step)
+    first.close()
+    resumed = EventFile(tmp_path / "tb", purge_step=30)  # resumed from the checkpoint at step 20
+    for step in (30, 40, 50):
+        resumed.add_scalar("eval/random/score", step / 100 + 0.001, step)
+    resumed.close()
+    with caplog.at_level(logging.INFO):
+        curve = read_run(tmp_path / "tb").curves["eval/random/score"]
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard")] == []
+    assert curve.steps.tolist() == [10, 20, 30, 40, 50]
+    assert curve.values == pytest.approx([0.1, 0.2, 0.301, 0.401, 0.501])  # the resumed run's points count
+    assert logging.getLogger("tensorboard").level == logging.NOTSET  # left as it was
+
+
 def test_t975_matches_students_t():
     assert t975(1) == pytest.approx(12.706, abs=1e-3)
     assert t975(2) == pytest.approx(4.303, abs=1e-3)

@@ -20,8 +20,10 @@ n - 1 degrees of freedom; none for a single run).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,12 +199,28 @@ def _logged_config(acc) -> dict:
     return config if isinstance(config, dict) else {}
 
 
+@contextlib.contextmanager
+def _quiet_tensorboard() -> Iterator[None]:
+    """TensorBoard's reader logs what it passes over: a resumed run's restart ("Detected out of order
+    event.step ... Removing N scalars": the points after the resumed checkpoint that the run logs again,
+    as ``EventFile``'s purge step asks), the next event file ("No path found after ..."). Under Hydra's
+    logging these reached stderr as alarms; the curves read are whole. Its errors still show."""
+    logger = logging.getLogger("tensorboard")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def read_run(tb_dir: Path) -> RunLog:
     """Read one run: every scalar curve of ``tb_dir`` and the run's setting, seed and board."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0, "tensors": 0})
-    acc.Reload()
+    with _quiet_tensorboard():
+        acc.Reload()
     curves = {}
     for tag in acc.Tags().get("scalars", []):
         by_step = {}
