@@ -318,8 +318,12 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
     import csv
 
     path = Path(path)
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (it holds the byte {e.object[e.start]:#04x}); a table of "
+                         "runs is the CSV file summarize.py format=runs writes") from None
     head = rows[0] if rows else []
     fixed = next((len(c) for c in (RUN_COLUMNS, RUN_COLUMNS[:-1]) if tuple(head[: len(c)]) == c), None)
     if fixed is None:
@@ -342,6 +346,23 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
     except ValueError as e:  # a short row, a step or a value that is no number
         raise ValueError(f"{path}: a malformed row of the table of runs ({e})") from None
     return list(runs.values())
+
+
+def drop_nonfinite(runs: Iterable[RunLog]) -> list[str]:
+    """Take the NaN and infinite points out of every curve of ``runs`` (in place: a mean or a standard
+    deviation over them is no figure). Returns a note for each curve that had any, naming the run, the
+    tag and the training games of the points left out."""
+    notes = []
+    for run in runs:
+        for tag, curve in run.curves.items():
+            bad = ~np.isfinite(curve.values)
+            if bad.any():
+                steps = curve.steps[bad].tolist()
+                run.curves[tag] = Curve(curve.steps[~bad], curve.values[~bad])
+                at = ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
+                notes.append(f"{run.dir}: {tag}: left out {len(steps)} point(s) that are no finite number "
+                             f"(at {at} games)")
+    return notes
 
 
 def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:
