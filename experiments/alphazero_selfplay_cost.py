@@ -24,7 +24,11 @@ import collections
 import statistics
 import sys
 import time
+from pathlib import Path
 
+from ttt.cli import exit_on_help, run_cli
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "configs" / "experiment"
 DEFAULTS = {"games": "50", "repeats": "3", "seed": "0", "experiment": "alphazero_444", "shares": ""}
 
 # The parts of a self-play move, as (name, a frame that marks it); the first part whose mark is on a
@@ -42,12 +46,20 @@ PARTS = (
 
 
 def settings(argv: list[str]) -> dict[str, str]:
+    """The ``key=value`` arguments over ``DEFAULTS``; a one-line ValueError for a bad one."""
     out = dict(DEFAULTS)
     for arg in argv:
         key, sep, value = arg.partition("=")
         if not sep or key not in DEFAULTS:
-            raise SystemExit(f"usage: alphazero_selfplay_cost.py [{'] ['.join(f'{k}=' for k in DEFAULTS)}]")
+            raise ValueError(f"{arg!r}: give key=value with a key of {', '.join(DEFAULTS)} (see --help)")
         out[key] = value
+    for key, least in (("games", 1), ("repeats", 1), ("seed", 0)):
+        if not out[key].strip().isdigit() or int(out[key]) < least:
+            raise ValueError(f"{key}={out[key]}: give a whole number >= {least}")
+    if not (EXPERIMENTS / f"{out['experiment']}.yaml").is_file():
+        raise ValueError(f"experiment={out['experiment']}: no such file {EXPERIMENTS / out['experiment']}.yaml")
+    if out["shares"] and not Path(out["shares"]).is_file():
+        raise ValueError(f"shares={out['shares']}: no such file (a py-spy record -f raw profile)")
     return out
 
 
@@ -79,6 +91,8 @@ def measure(games: int, repeats: int, seed: int, experiment: str) -> list[dict]:
 
     torch.set_num_threads(1)
     cfg = recipe_config(experiment)
+    if cfg.agent.name != "alphazero":
+        raise ValueError(f"experiment={experiment} trains {cfg.agent.name}; this measures alphazero's self-play")
     game, acfg = make_game(cfg.game.name), agent_settings(cfg.agent, az.Config)
     torch.manual_seed(0)
     net = build_policy_value_net(game, OmegaConf.to_container(cfg.network, resolve=True), acfg.policy_head).eval()
@@ -111,11 +125,17 @@ def measure(games: int, repeats: int, seed: int, experiment: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
+    exit_on_help(argv, __doc__, needed=False)
+    run_cli(report, argv)
+
+
+def report(argv: list[str]) -> None:
+    """Measure (or read the profile) as the arguments ``argv`` say, and print it."""
     s = settings(argv)
     if s["shares"]:
-        with open(s["shares"]) as f:
-            for name, share in share_of_parts(f.read()).items():
-                print(f"{100 * share:5.1f}%  {name}")
+        text = Path(s["shares"]).read_text(encoding="utf-8", errors="replace")
+        for name, share in share_of_parts(text).items():
+            print(f"{100 * share:5.1f}%  {name}")
         return
     rows = measure(int(s["games"]), int(s["repeats"]), int(s["seed"]), s["experiment"])
     for r in rows:

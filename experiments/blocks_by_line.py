@@ -14,14 +14,14 @@ space diagonal: how many coordinates change along the line), ``lines`` (in the o
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ttt.cli import print_csv
+from ttt.cli import ArgumentParser, print_csv, run_cli
 from ttt.specs import checkpoint_file
+from ttt.suites import suite_checkpoints
 
 KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
 
@@ -68,16 +68,13 @@ def rows_of(path: Path, rules: bool) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories (with checkpoint.pt) or checkpoint files")
     parser.add_argument("--rules", action="store_true", help="with the move-selection rules (default: without)")
     parser.add_argument("--out", type=Path, help="also write the rows to this CSV file")
     args = parser.parse_args(argv)
-    missing = [str(p) for p in args.runs if not checkpoint_file(p).is_file()]
-    if missing:
-        print(f"blocks_by_line: no checkpoint in {', '.join(missing)}", file=sys.stderr)
-        return 2
-    rows = [row for path in args.runs for row in rows_of(path, args.rules)]
+    run_cli(suite_checkpoints, args.runs)  # every one before the first is measured
+    rows = run_cli(lambda: [row for path in args.runs for row in rows_of(path, args.rules)])
     print_csv(rows, args.out)
     return 0
 

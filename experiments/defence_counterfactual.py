@@ -25,38 +25,67 @@ from pathlib import Path
 
 import numpy as np
 
+from ttt.cli import exit_on_help, run_cli
+
+
+def settings(argv: list[str]) -> tuple[list[Path], int, str]:
+    """(folders, games, opponent) of the arguments; a one-line ValueError for a bad one."""
+    folders = [Path(a) for a in argv if "=" not in a]
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    unknown = sorted(set(opts) - {"games", "opponent"})
+    if unknown:
+        raise ValueError(f"{unknown[0]}=: give games=N or opponent=SPEC (see --help)")
+    games = opts.get("games", "1000")
+    if not games.strip().isdigit() or int(games) < 1:
+        raise ValueError(f"games={games}: give a whole number of games >= 1")
+    if not folders:
+        raise ValueError("name a folder of runs (see --help)")
+    for folder in folders:
+        if not folder.is_dir():
+            what = "not a folder" if folder.exists() else "no such folder"
+            raise ValueError(f"{folder}: {what} (give folders of runs)")
+        if not any(folder.rglob("checkpoint.pt")):
+            raise ValueError(f"{folder}: no checkpoint.pt under it")
+    return folders, int(games), opts.get("opponent", "benchmark")
+
 
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        raise SystemExit(0 if argv else 2)
+    exit_on_help(argv, __doc__)
+    run_cli(counterfactual, *run_cli(settings, argv))
+
+
+def counterfactual(folders: list[Path], games: int, opponent: str) -> None:
+    """Print the CSV rows and the summary of the module docstring."""
     from ttt.defence import defence
     from ttt.evaluate import Recorded, play_match, wilson_interval
     from ttt.specs import load_agents
 
-    folders = [Path(a) for a in argv if "=" not in a]
-    opts = dict(a.split("=", 1) for a in argv if "=" in a)
-    games, opponent = int(opts.get("games", 1000)), opts.get("opponent", "benchmark")
-    print("folder,checkpoint,trained,trained_low,trained_high,losses,losses_low,losses_high,alone,alone_low,"
-          "alone_high,block_rate")
-    summary: dict[Path, list[tuple[float, float, float]]] = {}
+    players = []  # every checkpoint loaded and checked before the first game
     for folder in folders:
         for ckpt in sorted(folder.rglob("checkpoint.pt")):
             game, [(_, player), (_, opp)] = load_agents([str(ckpt), opponent], None)
-            ways = {"trained": player, "losses": player.with_rules(replace(player.rules, losses=True)),
-                    "alone": player.without_rules()}
-            scores, cells = {}, []
-            for name, p in ways.items():
-                recorded = Recorded(p) if name == "trained" else p
-                result = play_match(game, recorded, opp, games, seed=0).both
-                scores[name] = result.score
-                low, high = wilson_interval(result.wins + result.draws / 2, result.games)  # a draw is half a win
-                cells += [f"{result.score:.4f}", f"{low:.4f}", f"{high:.4f}"]
-                if name == "trained":
-                    block = defence(game, recorded.moves())["block_rate"]
-            print(f"{folder},{ckpt.relative_to(folder)},{','.join(cells)},"
-                  f"{'' if block is None else f'{block:.4f}'}", flush=True)
-            summary.setdefault(folder, []).append((scores["trained"], scores["losses"], scores["alone"]))
+            if not hasattr(player, "with_rules"):
+                raise ValueError(f"{ckpt}: {type(player).__name__} has no move-selection rules to add or "
+                                 "take away; give the folders of value learners' runs (dqn)")
+            players.append((folder, ckpt, game, player, opp))
+    print("folder,checkpoint,trained,trained_low,trained_high,losses,losses_low,losses_high,alone,alone_low,"
+          "alone_high,block_rate")
+    summary: dict[Path, list[tuple[float, float, float]]] = {}
+    for folder, ckpt, game, player, opp in players:
+        ways = {"trained": player, "losses": player.with_rules(replace(player.rules, losses=True)),
+                "alone": player.without_rules()}
+        scores, cells = {}, []
+        for name, p in ways.items():
+            recorded = Recorded(p) if name == "trained" else p
+            result = play_match(game, recorded, opp, games, seed=0).both
+            scores[name] = result.score
+            low, high = wilson_interval(result.wins + result.draws / 2, result.games)  # a draw is half a win
+            cells += [f"{result.score:.4f}", f"{low:.4f}", f"{high:.4f}"]
+            if name == "trained":
+                block = defence(game, recorded.moves())["block_rate"]
+        print(f"{folder},{ckpt.relative_to(folder)},{','.join(cells)},"
+              f"{'' if block is None else f'{block:.4f}'}", flush=True)
+        summary.setdefault(folder, []).append((scores["trained"], scores["losses"], scores["alone"]))
     for folder, rows in summary.items():
         cols = np.array(rows)
         sd = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in cols.T.tolist()]

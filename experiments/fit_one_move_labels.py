@@ -17,7 +17,6 @@ labels or because the network learns these labels slowly even alone (docs/notes/
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from omegaconf import OmegaConf
 from ttt.agents.dqn import Config
 from ttt.agents.dqn.labels import random_position_labels
 from ttt.agents.dqn.td import td_loss
+from ttt.cli import ArgumentParser
 from ttt.games import BatchedGames, make_game
 from ttt.nets.structured import build_value_net
 
@@ -81,7 +81,7 @@ def fit(network: str, hidden: list[int], steps: int, lr: float, loss: str, plies
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--network", default="structured_deep", help="configs/network/<name>.yaml (structured_deep)")
     parser.add_argument("--hidden", default="", help="hidden layer sizes, comma-separated (the config's)")
     parser.add_argument("--steps", type=int, default=2000)

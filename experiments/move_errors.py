@@ -19,13 +19,12 @@ Prints one CSV row (``score`` is the player's score in these games).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 import yaml
 
-from ttt.cli import print_csv
+from ttt.cli import ArgumentParser, one_line, print_csv, run_cli
 
 
 def move_errors(spec, opponent: str, games: int, seed: int = 0, board: str | None = None) -> dict:
@@ -60,13 +59,19 @@ def move_errors(spec, opponent: str, games: int, seed: int = 0, board: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="a player spec, e.g. \"{checkpoint: runs/a/seed_0, rules: false}\"")
     parser.add_argument("--opponent", default="alphabeta:1")
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    row = move_errors(yaml.safe_load(args.spec), args.opponent, args.games, args.seed)
+    if args.games < 1:
+        parser.error(f"--games {args.games}: play at least 1 game")
+    try:
+        spec = yaml.safe_load(args.spec)
+    except yaml.YAMLError as e:
+        parser.error(f"spec {args.spec!r} is not a player spec ({one_line(e)})")
+    row = run_cli(move_errors, spec, args.opponent, args.games, args.seed)
     print_csv([{**row, "spec": args.spec}])
     return 0
 

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from ttt.cli import exit_on_help
+
 DEFAULTS = {"games": "10", "agent": "checkpoint:dqn_444", "board": "4x4x4", "port": "8765", "cores": "0"}
 
 
@@ -59,9 +61,7 @@ def play(url: str, games: int, board: str, agent: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
-        return 0
+    exit_on_help(argv, __doc__, needed=False)
     try:
         s = settings(argv)
     except ValueError as e:

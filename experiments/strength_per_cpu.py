@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 from omegaconf import OmegaConf
 
-from ttt.cli import check_writable_file, plain_help, run_cli, write_with_fallback
+from ttt.cli import ArgumentParser, check_writable_file, plain_help, run_cli, write_with_fallback
 from ttt.clock import CPU_TAG
 from ttt.curves import Curve, RunLog, find_runs, mean_band
 
@@ -330,8 +330,8 @@ def draw(learners: dict[str, list[CpuCurve]], tag: str, output: Path) -> Path:
 
 # ------------------------------------------------------------------------------------ the command
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="strength_per_cpu.py", description=plain_help(__doc__),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="strength_per_cpu.py", description=plain_help(__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("learners", nargs="+", type=parse_learner, metavar="LABEL=DIR[+DIR...][@TAG]",
                    help="a learner's label, the folder(s) of its runs (each run one seed), and its own score tag")
     p.add_argument("--tag", default=DEFAULT_TAG, help=f"the score tag (default {DEFAULT_TAG})")

@@ -9,7 +9,8 @@ its last ``last`` points, groups the runs by their settings (Hydra overrides wit
 see ``ttt.curves``: the seeds of one setting form one row), and prints mean +- standard deviation
 over the runs of each group, in percent, with n (runs) and the number of points per run. A group
 with a run of fewer than ``last`` points gets no end value but a note saying so; it is never
-averaged over fewer points.
+averaged over fewer points. A point that is no finite number (``nan``, ``inf``) is left out, with a
+note on stderr naming the run, the tag and its training games.
 
 where=KEY:V|V,...  only the runs whose facts match (``ttt.curves.parse_where``): KEY one of network,
               regime, bias, protocol, values separated by ``|``; e.g.
@@ -51,11 +52,13 @@ import statistics
 import sys
 from pathlib import Path
 
+from ttt.cli import exit_on_help, run_cli
 from ttt.curves import (
     BLOCK_RATE,  # the share of forced blocks taken (ttt.defence), beside the score
     NETWORK_NAMES,
     PAPER,  # the paper's table
     RunLog,
+    drop_nonfinite,
     find_runs,
     group_runs,
     match_runs,
@@ -121,7 +124,7 @@ def parse_last(text: str) -> int:
     except ValueError:
         last = 0
     if last < 1:
-        sys.exit(f"summarize: last={text}: give a whole number of points >= 1")
+        raise ValueError(f"last={text}: give a whole number of points >= 1")
     return last
 
 
@@ -323,38 +326,39 @@ def duplicate_seeds(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if argv else 2)
+    exit_on_help(argv, __doc__)
+    run_cli(command, argv)
+
+
+def command(argv: list[str]) -> None:
+    """The tables the arguments ``argv`` ask for, printed; a one-line ValueError for a bad argument."""
     root, opts = Path(argv[0]), {"tag": DEFAULT_TAG, "last": str(DEFAULT_LAST), "format": "md", "at": DEFAULT_AT,
                         "where": "", "after": str(DEFAULT_AFTER)}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
         if not sep or key not in opts:
-            sys.exit(f"summarize: unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,... "
-                     "where=KEY:V|V,... after=N")
+            raise ValueError(f"unknown argument {arg!r}; use tag=... last=N format={'|'.join(FORMATS)} at=N,N,... "
+                             "where=KEY:V|V,... after=N")
         opts[key] = value
     if opts["format"] not in FORMATS:
-        sys.exit(f"summarize: format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {opts['format']!r}")
     if not (root.is_dir() or (root.is_file() and root.suffix == ".csv")):
-        sys.exit(f"summarize: {root}: no such folder (or CSV file of runs)")
+        raise ValueError(f"{root}: no such folder (or CSV file of runs)")
     tag, last = opts["tag"], parse_last(opts["last"])
-    try:
-        runs = find_runs(root)
-        runs = match_runs(runs, parse_where(opts["where"]))
-    except ValueError as e:  # a CSV file that is not a table of runs, a bad where=, or no run matches it
-        sys.exit(f"summarize: {e}")
+    runs = match_runs(find_runs(root), parse_where(opts["where"]))
+    for note in drop_nonfinite(runs):
+        print(f"summarize: {note}", file=sys.stderr)
     if opts["format"] == "health":
         if not opts["after"].isdigit():
-            sys.exit(f"summarize: after={opts['after']}: give a whole number of training games")
+            raise ValueError(f"after={opts['after']}: give a whole number of training games")
         if not any(len(r.curves.get(HEALTH + "saturated", ())) for r in runs):
-            sys.exit(f"summarize: no run under {root} logs the health figures ({HEALTH}...; dqn runs log them)")
+            raise ValueError(f"no run under {root} logs the health figures ({HEALTH}...; dqn runs log them)")
         print(health_table(runs, int(opts["after"])), end="")
         return
     groups = group_runs(r for r in runs if len(r.curves.get(tag, ())))
     rows = summarize(root, tag, last, groups)
     if not rows:
-        sys.exit(f"summarize: no run under {root} has a {tag!r} curve")
+        raise ValueError(f"no run under {root} has a {tag!r} curve")
     for warning in duplicate_seeds(rows):
         print(warning, file=sys.stderr)
     if opts["format"] == "runs":
@@ -363,7 +367,7 @@ def main(argv: list[str]) -> None:
         try:
             at = [int(x) for x in opts["at"].split(",")]
         except ValueError:
-            sys.exit(f"summarize: at={opts['at']}: give training-game counts separated by commas")
+            raise ValueError(f"at={opts['at']}: give training-game counts separated by commas") from None
         print(fidelity_table(runs, at, tag), end="")
     elif opts["format"] == "paper":
         print(paper_table(runs, tag, last), end="")

@@ -21,7 +21,6 @@ CSV (and to ``--out``).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import sys
@@ -29,8 +28,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ttt.cli import print_csv
+from ttt.cli import ArgumentParser, print_csv, run_cli
 from ttt.specs import checkpoint_file
+from ttt.suites import suite_checkpoints
 
 OPPONENTS = ("alphabeta:1", "benchmark")
 
@@ -72,8 +72,17 @@ def columns(path: Path, games: int, one_move: int, ceiling: int = 0) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
 
 
+def all_columns(runs: list[Path], games: int, one_move: int, ceiling: int = 0) -> list[dict]:
+    """``columns`` of each of ``runs``, saying on stderr when each is done."""
+    rows = []
+    for path in runs:
+        rows.append(columns(path, games, one_move, ceiling))
+        print(f"value_columns: {path} done", file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories (with checkpoint.pt) or checkpoint files")
     parser.add_argument("--games", type=int, default=200, help="games per opponent and self-play positions (200)")
     parser.add_argument("--one-move", type=int, default=300, help="afterstates of each one-move class (300)")
@@ -81,15 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the AUC's ceiling, from R continuations of each afterstate (0: not measured)")
     parser.add_argument("--out", type=Path, help="also write the rows to this CSV file")
     args = parser.parse_args(argv)
-    missing = [str(p) for p in args.runs if not checkpoint_file(p).is_file()]
-    if missing:
-        print(f"value_columns: no checkpoint in {', '.join(missing)}", file=sys.stderr)
-        return 2
-    rows = []
-    for path in args.runs:
-        rows.append(columns(path, args.games, args.one_move, args.ceiling))
-        print(f"value_columns: {path} done", file=sys.stderr, flush=True)
-    print_csv(rows, args.out)
+    run_cli(suite_checkpoints, args.runs)  # every one before the first is measured
+    print_csv(run_cli(all_columns, args.runs, args.games, args.one_move, args.ceiling), args.out)
     return 0
 
 

@@ -30,6 +30,27 @@ def experiment_script():
 
 
 @pytest.fixture
+def dqn_checkpoint(tmp_path):
+    """``dqn_checkpoint(board="3x3", bias=True)``: an untrained ``dqn`` checkpoint (a small structured network,
+    torch seed 0) on ``board``, ``checkpoint.pt`` in a run folder of its own under tmp_path; returns its path."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from ttt.checkpoint import save_checkpoint
+    from ttt.games import make_game
+    from ttt.nets.structured import build_value_net
+
+    def make(board: str = "3x3", bias: bool = True) -> Path:
+        network = {"kind": "structured", "detectors": 2, "hidden": [8], "bias": bias}
+        torch.manual_seed(0)
+        net = build_value_net(OmegaConf.create(network), make_game(board))
+        path = tmp_path / f"dqn_{board}_{'bias' if bias else 'nobias'}" / "checkpoint.pt"
+        return save_checkpoint(path, {"kind": "dqn", "game": board, "network": network, "weights": net.state_dict()})
+
+    return make
+
+
+@pytest.fixture
 def compose_train(tmp_path):
     """compose_train(overrides) -> the composed training config with run_dir under tmp_path, on the CPU
     (tests of the device code path pass the device to ``Run`` themselves)."""

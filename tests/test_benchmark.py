@@ -189,6 +189,14 @@ def test_parse_spec():
     assert specs.spec_label({"name": "benchmark", "safe": False}) == "benchmark:safe=false"  # as a spec string
 
 
+def test_an_option_given_by_position_and_by_name_is_refused_either_way_round():
+    # alphabeta:depth=1:depth=3 played depth 3, where mcts:200:simulations=5 was refused
+    for spec, key in (("alphabeta:depth=1:depth=3", "depth"), ("mcts:200:simulations=5", "simulations"),
+                      ("mcts:c=1:c=2", "c")):
+        with pytest.raises(ValueError, match=f"option '{key}' given twice"):
+            specs.parse_spec(spec)
+
+
 def test_a_value_learners_spec_plays_its_network_alone_with_rules_false():
     shipped = "checkpoints/dqn_444"
     _, [(label, alone), (_, ruled), (_, kept)] = specs.load_agents(

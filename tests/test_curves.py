@@ -32,6 +32,30 @@ def fake_run(root: Path, name: str, scalars: dict[str, list[tuple[int, float]]],
     return run
 
 
+def test_a_resumed_runs_log_reads_whole_and_without_tensorboards_own_log_lines(tmp_path, caplog):
+    # TensorBoard's reader logged the restart ("Detected out of order event.step ... Removing 2 scalars")
+    # and the next file ("No path found after ..."): under Hydra's logging, alarming lines on stderr at resume
+    import logging
+
+    from ttt.curves import read_run
+    from ttt.event_file import EventFile
+
+    first = EventFile(tmp_path / "tb")
+    for step in (10, 20, 30, 40):
+        first.add_scalar("eval/random/score", step / 100, step)
+    first.close()
+    resumed = EventFile(tmp_path / "tb", purge_step=30)  # resumed from the checkpoint at step 20
+    for step in (30, 40, 50):
+        resumed.add_scalar("eval/random/score", step / 100 + 0.001, step)
+    resumed.close()
+    with caplog.at_level(logging.INFO):
+        curve = read_run(tmp_path / "tb").curves["eval/random/score"]
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard")] == []
+    assert curve.steps.tolist() == [10, 20, 30, 40, 50]
+    assert curve.values == pytest.approx([0.1, 0.2, 0.301, 0.401, 0.501])  # the resumed run's points count
+    assert logging.getLogger("tensorboard").level == logging.NOTSET  # left as it was
+
+
 def test_t975_matches_students_t():
     assert t975(1) == pytest.approx(12.706, abs=1e-3)
     assert t975(2) == pytest.approx(4.303, abs=1e-3)
@@ -101,10 +125,11 @@ def test_opening_names_by_position():
 def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
     from ttt.plot import main
 
-    with pytest.raises(SystemExit) as e:
-        main(["--help"])
-    text = capsys.readouterr().out
-    assert e.value.code == 0 and "figure=openings" in text and "``" not in text  # plain text, no RST quotes
+    for argv in (["--help"], [str(tmp_path), "--help"]):  # after a folder too (it was a folder named --help)
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        text = capsys.readouterr().out
+        assert e.value.code == 0 and "figure=openings" in text and "``" not in text  # plain text, no RST quotes
 
     def error_line(argv: list[str]) -> str:
         with pytest.raises(SystemExit) as e:
@@ -122,6 +147,18 @@ def test_plot_cli_help_and_one_line_errors(tmp_path, capsys):
     line = error_line([str(tmp_path), "tags=[eval/benchmark/score]"])
     assert "no run logs 'eval/benchmark/score'" in line and "eval/random/score" in line
     assert "figure must be one of" in error_line([str(tmp_path), "figure=pie"])
+
+
+def test_plot_leaves_out_infinite_and_nan_points_with_a_note(tmp_path, capsys):
+    # an inf point stretched the axis past every other point; now it is left out, and stderr says so
+    from ttt.plot import load_groups
+
+    fake_run(tmp_path, "0", {"eval/random/score": [(1, 0.5), (2, math.inf), (3, math.nan), (4, 0.75)]}, ["seed=0"])
+    ((_, (run,)),) = load_groups(tmp_path).items()
+    curve = run.curves["eval/random/score"]
+    assert curve.steps.tolist() == [1, 4] and curve.values.tolist() == [0.5, 0.75]
+    assert capsys.readouterr().err == (f"ttt.plot: {tmp_path / '0'}: eval/random/score: left out 2 point(s) that "
+                                       "are no finite number (at 2, 3 games)\n")
 
 
 def test_plot_draws_curves_and_outcomes(tmp_path):

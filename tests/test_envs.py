@@ -129,6 +129,17 @@ def test_gym_env_illegal_move_ends_the_episode_with_minus_one():
         env.step(0)
 
 
+def test_gym_env_a_move_past_every_cell_is_an_illegal_move_however_large():
+    # 2**70 is no numpy integer: it was refused as "not a int", where 9 or -1 end the episode as illegal
+    for action in (9, -1, 2**70, -(2**70), np.int64(2**62)):
+        env = envs.gym_env("3x3", opponent="random")
+        env.reset(seed=0)
+        _, reward, done, _, info = env.step(action)
+        assert reward == -1.0 and done and info["illegal_move"], action
+    with pytest.raises(TypeError, match="not a float"):
+        envs.cell_action(3.7)
+
+
 def test_gym_env_takes_a_player_and_refuses_another_boards():
     env = envs.gym_env("4x4", opponent=make_player("alphabeta", make_game("4x4"), depth=1))
     assert env.reset(seed=0)[0].shape == (16,)

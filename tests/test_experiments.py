@@ -25,6 +25,17 @@ def fake_run(root: Path, name: str, overrides: list[str], scores: list[float]) -
             w.add_scalar("eval/benchmark/score", s, step * 100)
 
 
+def refused(main, argv: list[str], capsys) -> str:
+    """The one line on stderr with which ``main(argv)`` (an experiment's command) refuses its arguments
+    with exit code 2."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as err:
+        main(argv)
+    out, text = capsys.readouterr()
+    assert err.value.code == 2 and out == "" and len(text.splitlines()) == 1, (err.value.code, text)
+    return text.strip()
+
+
 def test_groups_seeds_and_computes_peak_and_end(tmp_path, summarize):
     fake_run(tmp_path, "0", ["network=a", "seed=0"], [0.1, 0.5, 0.3, 0.2])
     fake_run(tmp_path, "1", ["network=a", "seed=1"], [0.2, 0.3, 0.4, 0.4])
@@ -49,10 +60,8 @@ def test_missing_tag_gives_no_rows(tmp_path, summarize):
 def test_last_must_be_a_whole_number_of_points(tmp_path, summarize, value, capsys):
     # last=0 averaged the whole curve, last=-1 all but the first point, last=abc was a traceback
     fake_run(tmp_path, "0", ["seed=0"], [0.1, 0.5])
-    with pytest.raises(SystemExit) as err:
-        summarize.main([str(tmp_path), f"last={value}"])
-    assert err.value.code == f"summarize: last={value}: give a whole number of points >= 1"
-    assert capsys.readouterr().out == ""
+    assert refused(summarize.main, [str(tmp_path), f"last={value}"], capsys) == \
+        f"error: last={value}: give a whole number of points >= 1"
     with pytest.raises(ValueError, match="last=0"):
         summarize.summarize(tmp_path, last=0)
 
@@ -157,9 +166,8 @@ def test_the_csv_of_runs_gives_each_run_its_last_block_rate_and_reads_back_with_
         assert capsys.readouterr().out == from_folder
     table[1][col] = "high"
     (tmp_path / "bad.csv").write_text("\n".join(",".join(row) for row in table) + "\n")
-    with pytest.raises(SystemExit) as err:
-        summarize.main([str(tmp_path / "bad.csv")])
-    assert str(err.value).startswith(f"summarize: {tmp_path / 'bad.csv'}: a malformed row of the table of runs")
+    assert refused(summarize.main, [str(tmp_path / "bad.csv")], capsys).startswith(
+        f"error: {tmp_path / 'bad.csv'}: a malformed row of the table of runs")
 
 
 def test_a_seed_counted_twice_is_reported(tmp_path, summarize):
@@ -318,9 +326,7 @@ def test_where_keeps_the_runs_whose_facts_match_in_every_format(tmp_path, summar
     summarize.main([str(tmp_path), "last=2", "format=runs", "where=network:mlp_small|mlp_wide,regime:self_play"])
     assert [r["network"] for r in csv.DictReader(capsys.readouterr().out.splitlines())] == ["mlp_small"]
     for bad, reason in (("where=seed:0", "where= takes KEY:VALUE"), ("where=network:mlp_wide", "no runs match")):
-        with pytest.raises(SystemExit) as err:
-            summarize.main([str(tmp_path), bad])
-        assert reason in str(err.value)
+        assert reason in refused(summarize.main, [str(tmp_path), bad], capsys)
 
 
 def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_games(tmp_path, summarize):
@@ -364,12 +370,10 @@ def test_paper_table_gives_a_block_rate_column_where_the_runs_log_it(tmp_path, s
     assert "block rate" not in capsys.readouterr().out
 
 
-def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize):
+def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize, capsys):
     bad = tmp_path / "x.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(SystemExit) as err:
-        summarize.main([str(bad)])
-    assert str(err.value).startswith(f"summarize: {bad}: not a table of runs")
+    assert refused(summarize.main, [str(bad)], capsys).startswith(f"error: {bad}: not a table of runs")
 
 
 def test_fidelity_table_compares_each_batched_protocol_with_online_by_welch(tmp_path, summarize):
@@ -628,7 +632,7 @@ def test_value_columns_of_the_shipped_checkpoint(experiment_script, tmp_path, ca
     assert {"auc_11+_alphabeta:1", "auc_11+_benchmark", "double_threat", "opening_median", "ece",
             "ceiling_11+_alphabeta:1", "ceiling_11+_benchmark", "auc_11+_95_alphabeta:1"} <= set(row)
     assert capsys.readouterr().out.startswith("run,win,block,fork,block_fork")
-    assert columns.main([str(tmp_path / "nothing")]) == 2
+    assert "no such checkpoint" in refused(columns.main, [str(tmp_path / "nothing")], capsys)
 
 
 def test_fit_one_move_labels_pools_the_three_kinds_of_label_and_fits_them(experiment_script):
@@ -698,7 +702,7 @@ def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(exp
     assert solved == suite_results(without_rules(player), game)["block"]["solved"]
     assert float(total["rate"]) == pytest.approx(solved / 600, abs=1e-3)
     assert capsys.readouterr().out.startswith("run,orbit,kind,lines,positions,rate")
-    assert script.main([str(tmp_path / "nothing")]) == 2
+    assert "no such checkpoint" in refused(script.main, [str(tmp_path / "nothing")], capsys)
 
 
 def test_dqn_444_value_lines_is_the_falling_rate_value_player_at_30000_games_with_8_detectors_for_every_line():
@@ -733,3 +737,131 @@ def test_move_errors_counts_what_a_player_misses(experiment_script, capsys):
     assert capsys.readouterr().out.startswith("spec,opponent,games,score,moves,wins_missed")
     with pytest.raises(ValueError, match="boards without gravity"):
         script.move_errors("random", "random", 2, board="4x4x4_gravity")
+
+
+# ---------------------------------------------------------------------------- the scripts' command lines
+SCRIPTS = sorted(p.stem for p in SCRIPT.parent.glob("*.py"))
+
+
+def exit_code(main, argv: list[str]) -> int:
+    """The exit code of a script's ``main(argv)``, as ``sys.exit(main(...))`` would end the process (a string
+    for ``sys.exit`` is exit code 1)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    return 0 if code is None else code if isinstance(code, int) else 1
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_script_answers_help_with_exit_code_0_after_an_argument_too(name, experiment_script, capsys):
+    script = experiment_script(name)
+    first = script.__doc__.strip().splitlines()[0][:30]
+    for argv in (["--help"], ["somewhere", "-h"]):
+        assert exit_code(script.main, argv) == 0, argv
+        out, err = capsys.readouterr()
+        assert first in " ".join(out.split()) and err == "", argv
+
+
+# bad input for each script, a missing path first where the script takes one
+BAD_INPUT = {
+    "alphazero_selfplay_cost": [["shares=MISSING"], ["games=-1"], ["experiment=MISSING"], ["repeats"]],
+    "blocks_by_line": [["MISSING"]],
+    "defence_counterfactual": [["MISSING"], ["checkpoints/dqn_444", "games=0"], ["EMPTY"]],
+    "fit_one_move_labels": [["--network", "MISSING"], ["--steps", "0"]],
+    "move_errors": [["MISSING/checkpoint.pt", "--games", "2"], ["random", "--games", "0"], ["random", "--games", "x"]],
+    "serve_latency": [["games=0"], ["port"]],
+    "strength_per_cpu": [["x=MISSING"], ["no_label_here"]],
+    "summarize": [["MISSING"], ["EMPTY", "format=none"], ["EMPTY"]],
+    "value_columns": [["MISSING"], ["checkpoints/dqn_444", "--games", "x"]],
+}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_script_refuses_bad_input_and_a_missing_path_in_one_line_with_exit_code_2(
+        name, experiment_script, tmp_path, capsys):
+    """``python experiments/<name>.py ARGS`` with bad ARGS: one line on stderr, exit code 2, nothing on
+    stdout (defence_counterfactual.py wrote an empty CSV for a missing folder and exited 0; summarize.py
+    exited 1; the others ended in tracebacks)."""
+    (tmp_path / "EMPTY").mkdir()
+    script = experiment_script(name)
+    assert name in BAD_INPUT, f"give {name} a case of bad input"
+    for argv in BAD_INPUT[name]:
+        argv = [str(tmp_path / a) if a.split("/")[0] in ("MISSING", "EMPTY") else a.replace("MISSING", "nothing")
+                for a in argv]
+        capsys.readouterr()
+        assert exit_code(script.main, argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("error: "), (argv, err)
+
+
+@pytest.mark.parametrize("name", ["blocks_by_line", "value_columns"])
+def test_a_checkpoint_of_a_board_without_tactics_suites_is_refused_before_any_is_measured(
+        name, experiment_script, dqn_checkpoint, capsys):
+    small = dqn_checkpoint("3x3")
+    line = refused(experiment_script(name).main, ["checkpoints/dqn_444", str(small)], capsys)
+    assert line == f"error: {small}: a 3x3 checkpoint; the tactics suites ship for 4x4x4 and 4x4x4_gravity"
+
+
+def test_defence_counterfactual_refuses_a_learner_without_rules_before_the_first_game(experiment_script, capsys):
+    # an alphazero checkpoint ended in a traceback (no with_rules), after the header of the CSV
+    script = experiment_script("defence_counterfactual")
+    line = refused(script.main, ["checkpoints/alphazero_444"], capsys)
+    assert line.startswith("error: checkpoints/alphazero_444/checkpoint.pt: AlphaZeroPlayer has no move-selection")
+
+
+def test_summarize_leaves_out_nan_and_inf_points_with_a_note(tmp_path, summarize, capsys):
+    """A CSV of runs with a ``nan`` or ``inf`` point ended in statistics.stdev's traceback; now those points
+    are left out, each curve's on one line of stderr, and the figures are those of the other points."""
+    import csv
+
+    grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
+    grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
+    summarize.main([str(tmp_path), "format=runs"])
+    table = list(csv.reader(capsys.readouterr().out.splitlines()))
+    at = {step: table[0].index(step) for step in ("20000", "30000")}
+    assert [row[table[0].index("dir")] for row in table[1:]] == ["a0", "a1"]
+    table[1][at["20000"]], table[2][at["30000"]] = "nan", "inf"
+    runs = tmp_path / "runs.csv"
+    runs.write_text("\n".join(",".join(f'"{c}"' for c in row) for row in table) + "\n")
+    summarize.main([str(runs), "last=1", "format=csv"])
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "summarize: a0: eval/benchmark/score: left out 1 point(s) that are no finite number (at 20000 games)",
+        "summarize: a1: eval/benchmark/score: left out 1 point(s) that are no finite number (at 30000 games)"]
+    (row,) = list(csv.DictReader(out.splitlines()))
+    # a0 0.90, 0.97 and a1 0.95, 0.96: peaks 97 and 96, last points 97 and 96
+    assert float(row["peak_mean"]) == pytest.approx(96.5) and float(row["end_mean"]) == pytest.approx(96.5)
+    assert float(row["peak_sd"]) == pytest.approx(0.71, abs=0.01) and row["points"] == "2"
+
+
+def test_a_csv_that_is_not_utf8_is_refused_in_one_line_naming_the_file(tmp_path, summarize, capsys):
+    from ttt.plot import PlotError, load_groups
+
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("setting,réseau\n".encode("latin-1"))
+    line = refused(summarize.main, [str(bad)], capsys)
+    assert line.startswith(f"error: {bad}: not UTF-8 text (it holds the byte 0xe9)")
+    with pytest.raises(PlotError, match=f"^{bad}: not UTF-8 text"):
+        load_groups(bad)
+
+
+@pytest.mark.cli
+def test_the_scripts_answer_help_and_refuse_bad_input_as_commands(tmp_path):
+    """The real command lines: ``--help`` after an argument is exit code 0 (it was 1 for these three), and a
+    missing folder is one line and exit code 2, no traceback."""
+    import subprocess
+    import sys
+
+    for name, help_args, bad in (("summarize", ["runs", "--help"], ["MISSING"]),
+                                 ("defence_counterfactual", ["runs", "--help"], ["MISSING"]),
+                                 ("alphazero_selfplay_cost", ["games=2", "--help"], ["games=-1"])):
+        script = str(SCRIPT.parent / f"{name}.py")
+        done = subprocess.run([sys.executable, script, *help_args], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout.strip() and done.stderr == "", (name, done.stderr)
+        bad = [str(tmp_path / a) if a == "MISSING" else a for a in bad]
+        done = subprocess.run([sys.executable, script, *bad], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+        assert done.stderr.startswith("error: ") and done.stdout == "", (name, done.stderr)

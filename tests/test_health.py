@@ -147,4 +147,4 @@ def test_summarize_tabulates_each_runs_health(tmp_path, experiment_script, capsy
     assert first[4] == "" and first[7] == ""  # not logged: empty
     with pytest.raises(SystemExit) as err:
         summarize.main([str(tmp_path), "format=health", "after=soon"])
-    assert "after=soon" in str(err.value)
+    assert err.value.code == 2 and "after=soon" in capsys.readouterr().err

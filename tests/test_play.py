@@ -144,6 +144,15 @@ def test_learn_saves_the_learned_agent(table_checkpoint, tmp_path):  # noqa: F81
     assert tally["saved"] == str(tmp_path / "mine.npz")
 
 
+def test_learn_with_a_run_folder_saves_beside_its_checkpoint(table_checkpoint):  # noqa: F811
+    # checkpoint=RUN_DIR learn=true was refused: the default save path was RUN_DIR_play, no checkpoint file
+    run_dir = table_checkpoint.parent
+    tally, text = run("0\n1\nn\n", f"checkpoint={run_dir}", "seat=second", "learn=true")
+    saved = Path(tally["saved"])
+    assert saved == run_dir / "checkpoint_play.npz" and saved.is_file()
+    assert load_player(saved).values != load_player(table_checkpoint).values
+
+
 def test_a_move_of_5000_digits_is_a_bad_move_and_the_learned_games_are_saved(table_checkpoint,  # noqa: F811
                                                                               tmp_path):
     huge = "7" * 5000

@@ -133,6 +133,24 @@ def test_expected_errors(overrides, error, message, tmp_path, monkeypatch):
         recalibrate(compose_recalibrate(*overrides))
 
 
+def test_a_network_without_biases_is_refused_before_the_games_unless_shift_is_false(dqn_checkpoint, tmp_path,
+                                                                                    monkeypatch):
+    # it played every game, then failed to fold the shift, without naming shift=false
+    import ttt.recalibrate as rc
+
+    source = dqn_checkpoint("3x3", bias=False)
+    played = []
+    real = rc.outcome_boards
+    monkeypatch.setattr(rc, "outcome_boards", lambda *args: played.append(1) or real(*args))
+    with pytest.raises(ValueError, match=r"no biases \(network.bias=false\).*give shift=false"):
+        recalibrate(compose_recalibrate(f"checkpoint={source}", f"output={tmp_path / 'a.pt'}", "games=4",
+                                        "rollouts=1"))
+    assert played == [] and not (tmp_path / "a.pt").exists()
+    entry = recalibrate(compose_recalibrate(f"checkpoint={source}", f"output={tmp_path / 'b.pt'}", "games=4",
+                                            "rollouts=1", "shift=false"))
+    assert played == [1] and entry["shift"] == 0.0 and entry["scale"] > 0 and (tmp_path / "b.pt").is_file()
+
+
 def test_a_corrupt_checkpoint_is_one_line_naming_the_file(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")

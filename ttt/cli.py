@@ -15,6 +15,7 @@ file (``write_with_fallback``), so a late failure never loses the result.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -23,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ttt.checkpoint import CheckpointError, atomic_write
 
@@ -46,6 +47,30 @@ class Interrupted(Exception):
 def plain_help(doc: str) -> str:
     """A module docstring as ``--help`` text, with the double backticks of its literals removed."""
     return re.sub(r"``(.+?)``", r"\1", doc, flags=re.DOTALL).strip() + "\n"
+
+
+def exit_on_help(argv: list[str], doc: str, needed: bool = True) -> None:
+    """Print ``doc`` as ``--help`` text (``plain_help``) and exit 0 when ``argv`` holds ``-h`` or ``--help``,
+    anywhere (``DIR --help`` too); with nothing in ``argv`` and ``needed``, print it and exit 2 (the
+    command needs arguments)."""
+    if any(arg in ("-h", "--help") for arg in argv) or (needed and not argv):
+        print(plain_help(doc), end="")
+        sys.exit(0 if argv else 2)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a bad argument is one line ``error: ...`` and exit code 2, as
+    every entry point's (argparse's own prints the usage above it), and whose ``--help`` is help wherever
+    it stands (argparse's refuses a bad argument before it)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if any(arg in ("-h", "--help") for arg in (sys.argv[1:] if args is None else args)):
+            self.print_help()
+            self.exit(0)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def full_errors() -> bool:

@@ -20,8 +20,10 @@ n - 1 degrees of freedom; none for a single run).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,12 +199,28 @@ def _logged_config(acc) -> dict:
     return config if isinstance(config, dict) else {}
 
 
+@contextlib.contextmanager
+def _quiet_tensorboard() -> Iterator[None]:
+    """TensorBoard's reader logs what it passes over: a resumed run's restart ("Detected out of order
+    event.step ... Removing N scalars": the points after the resumed checkpoint that the run logs again,
+    as ``EventFile``'s purge step asks), the next event file ("No path found after ..."). Under Hydra's
+    logging these reached stderr as alarms; the curves read are whole. Its errors still show."""
+    logger = logging.getLogger("tensorboard")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def read_run(tb_dir: Path) -> RunLog:
     """Read one run: every scalar curve of ``tb_dir`` and the run's setting, seed and board."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0, "tensors": 0})
-    acc.Reload()
+    with _quiet_tensorboard():
+        acc.Reload()
     curves = {}
     for tag in acc.Tags().get("scalars", []):
         by_step = {}
@@ -300,8 +318,12 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
     import csv
 
     path = Path(path)
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (it holds the byte {e.object[e.start]:#04x}); a table of "
+                         "runs is the CSV file summarize.py format=runs writes") from None
     head = rows[0] if rows else []
     fixed = next((len(c) for c in (RUN_COLUMNS, RUN_COLUMNS[:-1]) if tuple(head[: len(c)]) == c), None)
     if fixed is None:
@@ -324,6 +346,23 @@ def read_runs_csv(path: str | Path) -> list[RunLog]:
     except ValueError as e:  # a short row, a step or a value that is no number
         raise ValueError(f"{path}: a malformed row of the table of runs ({e})") from None
     return list(runs.values())
+
+
+def drop_nonfinite(runs: Iterable[RunLog]) -> list[str]:
+    """Take the NaN and infinite points out of every curve of ``runs`` (in place: a mean or a standard
+    deviation over them is no figure). Returns a note for each curve that had any, naming the run, the
+    tag and the training games of the points left out."""
+    notes = []
+    for run in runs:
+        for tag, curve in run.curves.items():
+            bad = ~np.isfinite(curve.values)
+            if bad.any():
+                steps = curve.steps[bad].tolist()
+                run.curves[tag] = Curve(curve.steps[~bad], curve.values[~bad])
+                at = ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
+                notes.append(f"{run.dir}: {tag}: left out {len(steps)} point(s) that are no finite number "
+                             f"(at {at} games)")
+    return notes
 
 
 def group_runs(runs: Iterable[RunLog]) -> dict[str, list[RunLog]]:

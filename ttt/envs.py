@@ -63,7 +63,10 @@ def _render(state: State, render_mode: str | None) -> str | np.ndarray | None:
 # ---------------------------------------------------------------------------- PettingZoo
 def cell_action(action: Any) -> int:
     """``action`` as a cell number: an integer (Python or numpy, or a 0-d integer array). A float
-    such as 3.7 is refused (TypeError), not truncated to another cell."""
+    such as 3.7 is refused (TypeError), not truncated to another cell; an integer past every cell
+    (``2**70`` too, which numpy holds as no integer type) is a cell number that is no legal move."""
+    if isinstance(action, int) and not isinstance(action, bool):
+        return action
     value = np.asarray(action)
     if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
         raise TypeError(f"action {action!r}: a move is an integer cell number, not a {type(action).__name__}")

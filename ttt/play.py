@@ -8,7 +8,8 @@ column and the piece drops to its lowest empty cell. Commands: ``hint`` (the age
 legal move for you), ``undo`` (take back your last move and the agent's reply), ``help``, ``quit``.
 
 ``learn=true`` lets a learning agent learn from every finished game (``Player.learn_from_game``)
-and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``):
+and save itself at the end (``save=PATH``; default: next to its checkpoint as ``<name>_play``, e.g.
+``RUN_DIR/checkpoint_play.pt`` for ``checkpoint=RUN_DIR``):
 after ``quit``, the end of the input, Ctrl-C (exit code 130) or any error, always atomically.
 
 When a game ends with a win, the winning line is named by its cells. ``svg=DIR`` also saves every
@@ -37,7 +38,7 @@ from ttt.games import FIRST, Game, State, render_board
 from ttt.games.render import line_text, render_svg
 from ttt.human import MoveError, hint_text, move_syntax, parse_move
 from ttt.players import Player
-from ttt.specs import agent_spec, board_name, load_agents, parse_spec
+from ttt.specs import agent_spec, board_name, checkpoint_file, load_agents, parse_spec
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _default_save_path(spec: Any) -> Path | None:
     kind, target, _ = parse_spec(spec)
     if kind != "checkpoint":
         return None
-    path = Path(target)
+    path = checkpoint_file(target)  # a run folder stands for the checkpoint in it
     return path.with_name(f"{path.stem}_play{path.suffix}")
 
 

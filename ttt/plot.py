@@ -6,7 +6,8 @@ TensorBoard's own reader, groups the runs by their settings (Hydra overrides
 without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
 bands of rates and scores are clipped to [0, 1]). Legends name what differs between settings; the
-title holds what they share.
+title holds what they share. A point that is no finite number (``nan``, ``inf``) is left out, with a
+note on stderr.
 
 Arguments (``key=value`` after ``DIR``):
 
@@ -49,11 +50,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ttt.cli import plain_help, run_cli, write_with_fallback
+from ttt.cli import exit_on_help, run_cli, write_with_fallback
 from ttt.curves import (
     FACTS,
     Band,
     RunLog,
+    drop_nonfinite,
     eval_tag,
     find_runs,
     group_runs,
@@ -120,6 +122,8 @@ def load_groups(roots: Path | list[Path], where: str = "") -> dict[str, list[Run
         raise PlotError(str(e)) from None
     if not runs:
         raise PlotError(f"no runs under {', '.join(map(str, roots))} (a run is a folder with a tb/ TensorBoard log)")
+    for note in drop_nonfinite(runs):  # an infinite point would stretch the axis past every other
+        print(f"ttt.plot: {note}", file=sys.stderr)
     return group_runs(runs)
 
 
@@ -365,9 +369,7 @@ def plot(root: str | Path, figure: str = "curves", tags: list[str] | None = None
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(plain_help(__doc__), end="")
-        raise SystemExit(0 if argv else 2)
+    exit_on_help(argv, __doc__)
     run_cli(_draw_command, argv)
 
 

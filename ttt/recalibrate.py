@@ -60,7 +60,7 @@ class RecalibrateConfig:
     games: int = 1000  # self-play games; one afterstate of each is a sample
     rollouts: int = 8  # continuations of each sample
     epsilon: float = 0.1  # exploration of the games and continuations (ttt.calibration's default)
-    shift: bool = True  # false: fit the scale alone (b = 0)
+    shift: bool = True  # false: fit the scale alone (b = 0); a network without biases needs it
     symmetries: int = 1  # fit the logit averaged over this many of the board's symmetries (play it so too)
     seed: int = 1  # ttt.calibration measures with seed 0: other games than the fit's
     threads: int = 1  # torch intra-op threads
@@ -98,6 +98,9 @@ def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:
     torch.set_num_threads(int(cfg.threads))
     payload = load_checkpoint(source, kind="dqn")
     player = player_from_checkpoint(payload)
+    if cfg.shift and not player.net.takes_shift():  # before the games, not after them
+        raise ValueError(f"{source}: its network has no biases (network.bias=false) and takes no shift; "
+                         "give shift=false to fit the scale alone")
     player.symmetries = int(cfg.symmetries)  # a ValueError past the board's group
     t0 = time.perf_counter()
     averaged = "" if player.symmetries == 1 else f", the network averaged over {player.symmetries} symmetries"

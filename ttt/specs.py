@@ -114,6 +114,8 @@ def parse_spec(spec: Any) -> tuple[str, str, dict]:
     for part in parts:
         if "=" in part:
             key, value = part.split("=", 1)
+            if key.strip() in options:
+                raise ValueError(f"player spec {spec!r}: option {key.strip()!r} given twice")
             options[key.strip()] = _parse_value(value.strip())
     if positional:
         names = _option_names(name)

@@ -258,14 +258,23 @@ class ValueNet(nn.Module):
             return self._mean_over_images(lambda b: self.rest[:-1](self.act(self.first(b))).squeeze(-1), x)
         return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
 
+    def _output_unit(self) -> nn.Linear:
+        """The value head's output unit, the Linear under its Tanh."""
+        out = self.rest[-2] if len(self.rest) >= 2 else None
+        if not isinstance(self.rest[-1], nn.Tanh) or not isinstance(out, nn.Linear) or out.out_features != 1:
+            raise ValueError("rescale_logit needs a network whose value head is one Linear unit and its Tanh")
+        return out
+
+    def takes_shift(self) -> bool:
+        """Whether ``rescale_logit`` can shift the logit: the output unit has a bias (``network.bias``)."""
+        return self._output_unit().bias is not None
+
     @torch.no_grad()
     def rescale_logit(self, scale: float, shift: float = 0.0) -> None:
         """Fold ``logit -> scale * logit + shift`` into the value head's output unit (its weights times
         ``scale``, its bias ``scale * bias + shift``): afterwards ``forward(x)`` is ``tanh(scale * logit(x)
         + shift)`` of the network before, with the same parameters. The rank head is not changed."""
-        out = self.rest[-2] if len(self.rest) >= 2 else None
-        if not isinstance(self.rest[-1], nn.Tanh) or not isinstance(out, nn.Linear) or out.out_features != 1:
-            raise ValueError("rescale_logit needs a network whose value head is one Linear unit and its Tanh")
+        out = self._output_unit()
         if shift and out.bias is None:
             raise ValueError("a network without biases (network.bias=false) cannot take a shift of its logit")
         out.weight.mul_(float(scale))
