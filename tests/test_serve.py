@@ -139,6 +139,19 @@ def test_moves_are_typed_as_in_the_terminal(client):
     one_line_error(post(client, g, "move", {"move": [1, 2]}), 400, "a move is a cell number")
 
 
+def test_a_huge_or_non_ascii_move_gets_a_short_error(client):
+    g = new(client, "4x4x4", "human", "human")
+    r = client.post(f"/api/games/{g['id']}/move", content='{"move": ' + "9" * 4000 + "}",
+                    headers={"content-type": "application/json"})
+    one_line_error(r, 400, "'9999999999...' (4000 digits) is out of range: the cells are 0..63")
+    assert len(r.text) < 100, len(r.text)  # the number is named, not repeated
+    r = post(client, g, "move", {"move": "x" * 40})
+    one_line_error(r, 400, "'xxxxxxxxxxxxxxxxxxxx'... (40 characters) is not a move")
+    for text in ("\u0663", "\uff13", "1,\u0661,1", "\u0968\u0967"):  # Arabic-Indic, fullwidth, Devanagari digits
+        one_line_error(post(client, g, "move", {"move": text}), 400, "is not a move")
+    assert client.get(f"/api/games/{g['id']}").json()["moves"] == []
+
+
 def test_bad_requests_get_one_line_and_a_4xx(client):
     one_line_error(client.post("/api/games", json={"board": "5x5", "x": "human", "o": "random"}), 400,
                    "unknown board '5x5'")
