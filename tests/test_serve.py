@@ -4,6 +4,7 @@ agent as a 500 the server survives, the caps on games, the page's files; and the
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -49,10 +50,15 @@ def test_players(monkeypatch):
         monkeypatch.setitem(PLAYERS, cls.name, cls)
 
 
+def local_client(app) -> TestClient:
+    """A test client that asks for ``app`` as http://127.0.0.1, one of the names it serves."""
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
 @pytest.fixture
 def client(tmp_path):
     """A client of an app whose checkpoint folder is empty (no checkpoint is loaded)."""
-    with TestClient(create_app(tmp_path)) as c:
+    with local_client(create_app(tmp_path)) as c:
         yield c
 
 
@@ -73,7 +79,7 @@ def one_line_error(r, status, text):
 
 
 def test_a_whole_game_against_an_agent():
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         g = new(client)
         assert g["board"] == {"name": "3x3", "n": 3, "d": 2, "gravity": False, "k": 3, "cells": 9,
                               "syntax": "a cell number (0-8) or row,col"}
@@ -176,6 +182,41 @@ def test_bad_requests_get_one_line_and_a_4xx(client):
     one_line_error(client.put("/api/games"), 405, "Method Not Allowed")
 
 
+GAME = {"board": "3x3", "x": "human", "o": "random"}
+
+
+def test_another_sites_page_cannot_drive_the_api():
+    app = create_app(None)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        text_plain = {"content-type": "text/plain"}  # a simple request: the browser sends it without asking
+        for headers in ({"origin": "http://evil.test"}, {"origin": "http://localhost:8000"}, {"origin": "null"},
+                        {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"}):
+            r = client.post("/api/games", content=json.dumps(GAME), headers={**text_plain, **headers})
+            one_line_error(r, 403, "the API answers its own page only")
+        assert len(app.state.table) == 0
+        for headers in ({"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"}, {}):  # its page; curl
+            assert client.post("/api/games", json=GAME, headers=headers).status_code == 201
+        assert client.get("/", headers={"sec-fetch-site": "cross-site"}).status_code == 200  # a link to the page
+
+
+@pytest.mark.parametrize("host, served, refused", [
+    ("127.0.0.1", ["127.0.0.1:8000", "localhost:8000", "[::1]:8000", "localhost", "LocalHost:80"],
+     ["evil.test:8000", "127.0.0.1.evil.test", "192.168.1.5:8000", "[::2]:8000", ""]),
+    ("192.168.1.5", ["192.168.1.5:8000", "127.0.0.1:8000"], ["192.168.1.6:8000", "evil.test"]),
+    ("0.0.0.0", ["192.168.1.5:8000", "[fe80::1]:8000", "localhost:8000"], ["evil.test:8000", "192.168.1.5.nip.io"]),
+])
+def test_the_server_answers_only_for_its_own_names(host, served, refused):
+    app = create_app(None, host=host)
+    with TestClient(app) as client:
+        for name in served:
+            assert client.get("/", headers={"host": name}).status_code == 200, name
+        for name in refused:  # a name made to resolve to this machine (DNS rebinding) reaches nothing
+            for r in (client.get("/", headers={"host": name}),
+                      client.post("/api/games", json=GAME, headers={"host": name})):
+                one_line_error(r, 403, f"host {name!r} is not one of this server's names")
+        assert len(app.state.table) == 0
+
+
 def test_no_client_text_reaches_the_file_system(client, tmp_path):
     secret = tmp_path / "elsewhere" / "checkpoint.pt"
     secret.parent.mkdir()
@@ -231,7 +272,7 @@ def test_the_hint_marks_the_values_the_rules_decide():
 
 
 def test_the_shipped_network_plays_and_hints_through_the_api():
-    with TestClient(create_app(SHIPPED_FOLDER)) as client:
+    with local_client(create_app(SHIPPED_FOLDER)) as client:
         options = client.get("/api/options").json()
         assert {"name": "dqn_444", "board": "4x4x4"} in options["checkpoints"]
         assert options["default"] == {"board": "4x4x4", "x": "human", "o": "checkpoint:dqn_444"}
@@ -247,7 +288,7 @@ def test_the_shipped_network_plays_and_hints_through_the_api():
 
 
 def test_the_shipped_alphazero_plays_through_the_api():
-    with TestClient(create_app(SHIPPED_FOLDER)) as client:
+    with local_client(create_app(SHIPPED_FOLDER)) as client:
         assert {"name": "alphazero_444", "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
         g = new(client, "4x4x4", "human", "checkpoint:alphazero_444")
         g = post(client, g, "move", {"move": "0,0,0"}).json()

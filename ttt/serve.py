@@ -124,7 +124,7 @@ def serve(cfg: DictConfig) -> None:
         print(f"warning: host={host} is not a loopback address: anyone who can reach this machine can use the "
               "server and the agents it offers", file=sys.stderr)
     app = create_app(folder, max_games=int(cfg.max_games), max_idle_minutes=float(cfg.max_idle_minutes),
-                     seed=int(cfg.seed), limits=limits)
+                     seed=int(cfg.seed), limits=limits, host=host)
     sock = listen(host, int(cfg.port))
     print(f"serving {url_of(sock)} (checkpoints from {folder}; Ctrl-C stops)", flush=True)
 
