@@ -307,12 +307,31 @@ def test_games_are_capped_in_count_and_idle_time():
     table.get(a.id)  # a is used again: b is now the one unused longest
     c = table.new("3x3", seats, 0)
     assert len(table) == 2 and table.get(a.id) is a and table.get(c.id) is c
-    with pytest.raises(RequestError, match="no such game"):
+    with pytest.raises(RequestError, match=r"this game was dropped: the server was full \(2 games, max_games\)"):
         table.get(b.id)
     now[0] = 2 + 61
-    with pytest.raises(RequestError, match="no such game"):
+    with pytest.raises(RequestError, match="this game was dropped: it was unused longer than this server's "
+                                           "max_idle_minutes=1; start a new one"):
         table.get(a.id)
     assert len(table) == 0
+    with pytest.raises(RequestError, match="no such game: start a new one"):
+        table.get("0123456789abcdef")
+
+
+def test_one_client_cannot_push_out_anothers_games():
+    app = create_app(None, max_games=4, max_games_per_client=2)
+    alice, mallory, carol = (TestClient(app, base_url="http://127.0.0.1", client=(f"10.0.0.{i}", 5000))
+                             for i in (1, 2, 3))
+    mine = new(alice)
+    theirs = [new(mallory) for _ in range(10)]  # mallory's own games make room for mallory's new ones
+    assert alice.get(f"/api/games/{mine['id']}").status_code == 200
+    one_line_error(mallory.get(f"/api/games/{theirs[0]['id']}"), 404, "this game was dropped: its client started 2 "
+                   "newer games, this server's cap per client (max_games_per_client); start a new one")
+    new(carol)
+    new(carol)  # the server is full: the client with the most games gives one up
+    assert alice.get(f"/api/games/{mine['id']}").status_code == 200 and len(app.state.table) == 4
+    one_line_error(mallory.get(f"/api/games/{theirs[-2]['id']}"), 404, "the server was full (4 games, max_games) "
+                   "and its client had the most")
 
 
 def test_the_page_and_its_files_need_nothing_from_outside(client):
@@ -357,7 +376,8 @@ def compose_serve(*overrides: str):
 
 @pytest.mark.parametrize("override, text", [("port=70000", "port must be in 0..65535"),
                                             ("checkpoints=/no/such/folder", "checkpoints=/no/such/folder: no such"),
-                                            ("max_games=0", "max_games and threads must be at least 1"),
+                                            ("max_games=0", "max_games, max_games_per_client and threads must"),
+                                            ("max_games_per_client=0", "max_games, max_games_per_client and"),
                                             ("max_seconds=0", "max_seconds must be a number above 0, got 0"),
                                             ("max_searches=1000", "max_searches must be at most 256")])
 def test_bad_settings_are_refused_before_serving(override, text):

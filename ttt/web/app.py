@@ -18,12 +18,12 @@ Routes (JSON in and out; an error is ``{"error": "one line"}`` with a 4xx, or a 
 
 A request for a Host name that is not the server's (``served_names``: a name made to resolve to it, DNS
 rebinding) and an API request sent by another site's page (``Origin``, ``Sec-Fetch-Site``) are refused
-with a 403 (``SameOrigin``). Every request body is checked: at most ``MAX_BODY`` bytes arriving within ``BODY_SECONDS`` (else 413 or
-408), a JSON object nested at most ``MAX_JSON_DEPTH`` deep with exactly the expected keys. A client that
-leaves mid-request is logged as 499, never as a failure. Agents run in worker threads of their own, one
-request at a time per game, within the caps of ``ttt.web.limits`` (simulations, depth, seconds per
-request, searches at once; a search whose client went away is stopped); anything an agent raises
-becomes a 500 with one line and the server goes on. ``TimingLog`` writes one line per request with its
+with a 403 (``SameOrigin``). Every request body is checked: at most ``MAX_BODY`` bytes arriving within
+``BODY_SECONDS`` (else 413 or 408), a JSON object nested at most ``MAX_JSON_DEPTH`` deep with exactly the
+expected keys. A client that leaves mid-request is logged as 499, never as a failure. Agents run in worker
+threads of their own, one request at a time per game, within the caps of ``ttt.web.limits`` (simulations,
+depth, seconds per request, searches at once; a search whose client went away is stopped); anything an
+agent raises becomes a 500 with one line and the server goes on. ``TimingLog`` writes one line per request with its
 time, the path's control characters escaped.
 """
 
@@ -290,9 +290,11 @@ class TimingLog:
 
 
 def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_idle_minutes: float = 60,
-               seed: int = 0, limits: Limits | None = None, host: str = "127.0.0.1") -> Starlette:
+               seed: int = 0, limits: Limits | None = None, host: str = "127.0.0.1",
+               max_games_per_client: int = 16) -> Starlette:
     """The server's app: checkpoints by name from the folder ``checkpoints`` (None: none), at most
-    ``max_games`` games in memory, each dropped after ``max_idle_minutes`` unused; game i's agents draw
+    ``max_games`` games in memory and ``max_games_per_client`` of one client address (``GameTable``), each
+    dropped after ``max_idle_minutes`` unused; game i's agents draw
     their random choices from ``numpy.random.default_rng([seed, i])``; the agents' work within ``limits``
     (None: the defaults of ``Limits``); requests for the Host names of a server on ``host`` only
     (``served_names``), the API's from its own page only (``SameOrigin``).
@@ -300,7 +302,7 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
     limits = Limits() if limits is None else limits
     searches = Searches(limits)
     shelf = CheckpointShelf(checkpoints)
-    table = GameTable(max_games, 60 * max_idle_minutes)
+    table = GameTable(max_games, 60 * max_idle_minutes, max_games_per_client)
     files = static_files()
     counter = itertools.count(1)  # the games' numbers, for their seeds
 
@@ -336,7 +338,8 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
             seats = {FIRST: seat_player(data["x"], board, shelf), SECOND: seat_player(data["o"], board, shelf)}
             for label, player in seats.values():
                 check_seat(label, player, limits)
-            return table.new(board, seats, seed=[seed, next(counter)]).view()
+            client = request.client.host if request.client else ""
+            return table.new(board, seats, seed=[seed, next(counter)], client=client).view()
 
         return JSONResponse(await in_worker(request, build), status_code=201)
 
