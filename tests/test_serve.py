@@ -18,12 +18,16 @@ from starlette.testclient import TestClient  # noqa: E402
 from test_play import LowestCellPlayer  # noqa: E402  (a predictable opponent)
 
 from ttt.agents import load_player  # noqa: E402
+from ttt.games import FIRST, SECOND, make_game  # noqa: E402
 from ttt.human import move_hint, open_lines, winning_line  # noqa: E402
 from ttt.players import PLAYERS, Player  # noqa: E402
 from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
-from ttt.specs import SHIPPED_CHECKPOINT  # noqa: E402
+from ttt.specs import (
+    SHIPPED_CHECKPOINT,  # noqa: E402
+    load_agents,  # noqa: E402
+)
 from ttt.web.app import MAX_BODY, create_app  # noqa: E402
-from ttt.web.games import GameTable, RequestError  # noqa: E402
+from ttt.web.games import HUMAN, GameTable, RequestError, WebGame  # noqa: E402
 
 
 class BrokenPlayer(Player):
@@ -253,6 +257,25 @@ def test_hints_come_from_the_agent_with_a_reason_when_there_are_none(client):
     assert client.get(f"/api/games/{g['id']}/hint").json()["reason"] == "random has no move values"
     g = new(client, "3x3", "human", "human")
     assert client.get(f"/api/games/{g['id']}/hint").json()["reason"] == "no agent sits in this game"
+
+
+def test_a_lost_position_has_no_best_move():
+    game = make_game("3x3")
+    _, [(label, perfect)] = load_agents(["perfect"], "3x3")
+    web = WebGame("0", game, {FIRST: (HUMAN, None), SECOND: (label, perfect)}, seed=0)
+    assert web.hint()["best"] == 0  # every move draws: the first of the best
+    board = [0] * 9
+    for c in (1, 5, 7):
+        board[c] = 1
+    for c in (0, 2, 4):
+        board[c] = -1  # O threatens 6 and 8: X loses whatever it plays
+    web.states.append(game.state_from_board(board))
+    hint = web.hint()
+    assert [v["value"] for v in hint["values"]] == [-1.0] * 3 and hint["best"] is None
+    board[8] = 1
+    board[3] = -1  # one threat blocked: X's best is 6
+    web.states.append(game.state_from_board(board))
+    assert web.hint()["best"] == 6
 
 
 def test_the_hint_marks_the_values_the_rules_decide():

@@ -40,6 +40,7 @@ MARK = {FIRST: "X", SECOND: "O"}
 HUMAN = "human"
 CHECKPOINT_PREFIX = "checkpoint:"
 MAX_SEAT_TEXT = 100  # characters of a seat's spec
+LOSS = -1.0  # a move's value when it loses
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a checkpoint's name as listed
 
 
@@ -218,9 +219,10 @@ class WebGame:
 
     def hint(self) -> dict[str, Any]:
         """The values of the legal moves for the player to move, from the agent to move, else the other
-        seat's agent: ``{"source", "for", "values": [{"cell", "value", "rules"}] or None, "reason"}``."""
+        seat's agent: ``{"source", "for", "values": [{"cell", "value", "rules"}] or None, "best", "reason"}``;
+        ``best`` is the cell of the highest value, None when there are no values or every move loses (-1)."""
         state = self.state
-        out: dict[str, Any] = {"source": None, "for": None, "values": None, "reason": None}
+        out: dict[str, Any] = {"source": None, "for": None, "values": None, "best": None, "reason": None}
         if state.is_terminal():
             out["reason"] = "the game is over"
             return out
@@ -246,6 +248,8 @@ class WebGame:
             return out
         out["values"] = [{"cell": int(a), "value": float(v), "rules": a in hint.by_rules}
                          for a, v in sorted(hint.values.items())]
+        best = max(out["values"], key=lambda v: v["value"])
+        out["best"] = None if best["value"] <= LOSS + 1e-9 else best["cell"]  # a lost position has no best move
         return out
 
     def moves(self) -> list[dict[str, Any]]:
