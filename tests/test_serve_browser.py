@@ -559,7 +559,9 @@ TEXTS_3D = """
       const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
       const texts = {};
       for (const t of g.querySelectorAll('text')) if (t.textContent) texts[t.classList[0]] = [t.textContent, box(t)];
-      return {cell: Number(g.dataset.cell), cell_box: box(g.querySelector('polygon')), texts};
+      const [poly, heat] = g.querySelectorAll('polygon');
+      return {cell: Number(g.dataset.cell), cell_box: box(poly), heat_box: box(heat), texts,
+              fills: [getComputedStyle(poly).fill, getComputedStyle(heat).fill]};
     });"""
 
 
@@ -586,6 +588,10 @@ def test_the_3d_view_keeps_marks_numbers_and_values_in_their_cells_at_every_tilt
                 assert left - 0.5 <= x0 and x1 <= right + 0.5 and top - 0.5 <= y0 and y1 <= bottom + 0.5, (tilt, c)
             if "val" in boxes:  # the number stays beside its value, neither over the other
                 assert c["texts"]["num"][0] == str(c["cell"]), (tilt, c)
+                # the hint's colour inside a white edge, where the cell's rings are drawn
+                assert c["fills"][0] == "rgb(255, 255, 255)" and c["fills"][1] != c["fills"][0], (tilt, c)
+                inner = c["heat_box"]
+                assert min(inner[0] - left, inner[1] - top, right - inner[2], bottom - inner[3]) >= 2, (tilt, c)
                 (_, _, num_right, num_bottom), (val_left, val_top, _, _) = boxes["num"], boxes["val"]
                 assert num_right <= val_left + 0.5 or num_bottom <= val_top + 0.5, (tilt, c)
         browser.save_screenshot(str(artifacts / f"qubic_3d_tilt_{tilt}.png"))

@@ -235,7 +235,7 @@ function buildBoard() {
 // so no layer covers another at any angle. The lines are drawn through the stack.
 const view = { spin: -30, tilt: 30 };
 const TILT = [20, 40];  // degrees above the horizon: flatter cells get thin, steeper ones need a tall stack
-let scene = null;       // {svg, cells: [{g, poly, mark, text, val}], plates, labels, lines, size}
+let scene = null;       // {svg, cells: [{g, poly, heat, mark, text, val}], plates, labels, lines, size}
 
 function svgEl(name, attrs = {}, parent = null) {
   const el = document.createElementNS(scene.ns, name);
@@ -261,6 +261,7 @@ function buildScene() {
   for (let c = 0; c < game.board.cells; c++) {
     const g = svgEl("g", { class: "cell3d", tabindex: "0", role: "button" }, layersG);
     const poly = svgEl("polygon", {}, g);
+    const heat = svgEl("polygon", { class: "heat" }, g);  // the hint's colour, inside a white edge
     const mark = svgEl("text", { class: "mark", "text-anchor": "middle", "dominant-baseline": "central" }, g);
     const text = svgEl("text", { class: "num", "text-anchor": "middle", "dominant-baseline": "central" }, g);
     const val = svgEl("text", { class: "val", "text-anchor": "middle", "dominant-baseline": "central" }, g);
@@ -268,7 +269,7 @@ function buildScene() {
     g.addEventListener("keydown", (e) => {
       if (e.key === "Enter" || e.key === " ") { clickCell(c); e.preventDefault(); }
     });
-    scene.cells.push({ g, poly, mark, text, val });
+    scene.cells.push({ g, poly, heat, mark, text, val });
   }
   scene.lines = svgEl("g", { class: "lines3d" }, svg);
   turning(svg);
@@ -333,9 +334,11 @@ function drawScene() {
     t.setAttribute("text-anchor", anchor);
     t.style.fontSize = `${size.toFixed(1)}px`;
   };
-  scene.cells.forEach(({ poly, mark, text, val }, c) => {
+  scene.cells.forEach(({ poly, heat, mark, text, val }, c) => {
     const [z, row, col] = coords(c);
     poly.setAttribute("points", pts(square(col - mid, row - mid, z - mid, h)));
+    // the hint's colour leaves a white edge inside the outline, so a ring of any colour stands out on it
+    heat.setAttribute("points", pts(square(col - mid, row - mid, z - mid, h - 7 / scene.size)));
     const [x, y] = project(col - mid, row - mid, z - mid);
     place(mark, x, y, "middle", markSize);
     if (!val.textContent) place(text, x, y, "middle", Math.min(10, 0.75 * room));
@@ -439,13 +442,13 @@ function render() {
     el.className = "cell" + classes;
     el.setAttribute("aria-label", name);
     if (scene && scene.svg.isConnected) {
-      const { g, poly, mark: m, text, val } = scene.cells[c];
+      const { g, heat, mark: m, text, val } = scene.cells[c];
       g.setAttribute("class", "cell3d" + classes);
       g.setAttribute("aria-label", name);
       m.textContent = mark;
       text.textContent = mark ? "" : c;
       val.textContent = "";
-      poly.style.fill = "";
+      heat.style.fill = "";
     }
   }
   showStatus();
@@ -528,9 +531,9 @@ async function showHint() {
     val.textContent = signed(value);
     val.className = rules ? "val rule" : "val";
     if (scene && scene.svg.isConnected) {
-      const { g, poly, val: text } = scene.cells[cell];
+      const { g, heat: shade, val: text } = scene.cells[cell];
       g.classList.add("hinted");
-      poly.style.fill = heat(value);
+      shade.style.fill = heat(value);
       text.textContent = signed(value);
       text.setAttribute("class", rules ? "val rule" : "val");
     }
