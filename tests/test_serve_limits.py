@@ -255,7 +255,8 @@ def test_a_signal_ends_the_server_within_5_s_while_40_searches_run(signum, tmp_p
     import httpx2 as httpx
 
     proc = subprocess.Popen([sys.executable, "-m", "ttt.serve", "port=0", "max_searches=40", "max_seconds=120",
-                             f"checkpoints={tmp_path}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "max_games_per_client=40", f"checkpoints={tmp_path}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"serving (http://\S+/)", proc.stdout.readline()).group(1)
         games = [httpx.post(f"{url}api/games", json=QUBIC_SEARCH, timeout=20).json()["id"] for _ in range(40)]
