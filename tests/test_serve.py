@@ -208,6 +208,7 @@ def test_another_sites_page_cannot_drive_the_api():
      ["evil.test:8000", "127.0.0.1.evil.test", "192.168.1.5:8000", "[::2]:8000", ""]),
     ("192.168.1.5", ["192.168.1.5:8000", "127.0.0.1:8000"], ["192.168.1.6:8000", "evil.test"]),
     ("0.0.0.0", ["192.168.1.5:8000", "[fe80::1]:8000", "localhost:8000"], ["evil.test:8000", "192.168.1.5.nip.io"]),
+    ("[::]", ["[2001:db8::5]:8000", "10.0.0.7"], ["evil.test"]),
 ])
 def test_the_server_answers_only_for_its_own_names(host, served, refused):
     app = create_app(None, host=host)

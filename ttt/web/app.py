@@ -96,7 +96,8 @@ WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # listening on every address: the page i
 def served_names(host: str) -> tuple[str, ...]:
     """The Host names a server listening on ``host`` answers to: the loopback names and ``host``; on a
     wildcard address also this machine's name (and any IP address: ``host_allowed``)."""
-    names = [*LOOPBACK_NAMES, host.strip("[]").lower()]
+    host = host.strip("[]").lower()
+    names = [*LOOPBACK_NAMES, host]
     if host in WILDCARD_HOSTS:
         names += [socket.gethostname().lower(), socket.getfqdn().lower()]
     return tuple(dict.fromkeys(names))
