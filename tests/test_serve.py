@@ -4,6 +4,7 @@ agent as a 500 the server survives, the caps on games, the page's files; and the
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -17,12 +18,16 @@ from starlette.testclient import TestClient  # noqa: E402
 from test_play import LowestCellPlayer  # noqa: E402  (a predictable opponent)
 
 from ttt.agents import load_player  # noqa: E402
+from ttt.games import FIRST, SECOND, make_game  # noqa: E402
 from ttt.human import move_hint, open_lines, winning_line  # noqa: E402
 from ttt.players import PLAYERS, Player  # noqa: E402
 from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
-from ttt.specs import SHIPPED_CHECKPOINT  # noqa: E402
+from ttt.specs import (
+    SHIPPED_CHECKPOINT,  # noqa: E402
+    load_agents,  # noqa: E402
+)
 from ttt.web.app import MAX_BODY, create_app  # noqa: E402
-from ttt.web.games import GameTable, RequestError  # noqa: E402
+from ttt.web.games import HUMAN, GameTable, RequestError, WebGame  # noqa: E402
 
 
 class BrokenPlayer(Player):
@@ -49,10 +54,15 @@ def test_players(monkeypatch):
         monkeypatch.setitem(PLAYERS, cls.name, cls)
 
 
+def local_client(app) -> TestClient:
+    """A test client that asks for ``app`` as http://127.0.0.1, one of the names it serves."""
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
 @pytest.fixture
 def client(tmp_path):
     """A client of an app whose checkpoint folder is empty (no checkpoint is loaded)."""
-    with TestClient(create_app(tmp_path)) as c:
+    with local_client(create_app(tmp_path)) as c:
         yield c
 
 
@@ -73,7 +83,7 @@ def one_line_error(r, status, text):
 
 
 def test_a_whole_game_against_an_agent():
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         g = new(client)
         assert g["board"] == {"name": "3x3", "n": 3, "d": 2, "gravity": False, "k": 3, "cells": 9,
                               "syntax": "a cell number (0-8) or row,col"}
@@ -139,6 +149,19 @@ def test_moves_are_typed_as_in_the_terminal(client):
     one_line_error(post(client, g, "move", {"move": [1, 2]}), 400, "a move is a cell number")
 
 
+def test_a_huge_or_non_ascii_move_gets_a_short_error(client):
+    g = new(client, "4x4x4", "human", "human")
+    r = client.post(f"/api/games/{g['id']}/move", content='{"move": ' + "9" * 4000 + "}",
+                    headers={"content-type": "application/json"})
+    one_line_error(r, 400, "'9999999999...' (4000 digits) is out of range: the cells are 0..63")
+    assert len(r.text) < 100, len(r.text)  # the number is named, not repeated
+    r = post(client, g, "move", {"move": "x" * 40})
+    one_line_error(r, 400, "'xxxxxxxxxxxxxxxxxxxx'... (40 characters) is not a move")
+    for text in ("\u0663", "\uff13", "1,\u0661,1", "\u0968\u0967"):  # Arabic-Indic, fullwidth, Devanagari digits
+        one_line_error(post(client, g, "move", {"move": text}), 400, "is not a move")
+    assert client.get(f"/api/games/{g['id']}").json()["moves"] == []
+
+
 def test_bad_requests_get_one_line_and_a_4xx(client):
     one_line_error(client.post("/api/games", json={"board": "5x5", "x": "human", "o": "random"}), 400,
                    "unknown board '5x5'")
@@ -161,6 +184,42 @@ def test_bad_requests_get_one_line_and_a_4xx(client):
     one_line_error(client.get("/api/games/0123456789abcdef"), 404, "no such game")
     one_line_error(client.get("/api/nothing"), 404, "Not Found")
     one_line_error(client.put("/api/games"), 405, "Method Not Allowed")
+
+
+GAME = {"board": "3x3", "x": "human", "o": "random"}
+
+
+def test_another_sites_page_cannot_drive_the_api():
+    app = create_app(None)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        text_plain = {"content-type": "text/plain"}  # a simple request: the browser sends it without asking
+        for headers in ({"origin": "http://evil.test"}, {"origin": "http://localhost:8000"}, {"origin": "null"},
+                        {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"}):
+            r = client.post("/api/games", content=json.dumps(GAME), headers={**text_plain, **headers})
+            one_line_error(r, 403, "the API answers its own page only")
+        assert len(app.state.table) == 0
+        for headers in ({"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"}, {}):  # its page; curl
+            assert client.post("/api/games", json=GAME, headers=headers).status_code == 201
+        assert client.get("/", headers={"sec-fetch-site": "cross-site"}).status_code == 200  # a link to the page
+
+
+@pytest.mark.parametrize("host, served, refused", [
+    ("127.0.0.1", ["127.0.0.1:8000", "localhost:8000", "[::1]:8000", "localhost", "LocalHost:80"],
+     ["evil.test:8000", "127.0.0.1.evil.test", "192.168.1.5:8000", "[::2]:8000", ""]),
+    ("192.168.1.5", ["192.168.1.5:8000", "127.0.0.1:8000"], ["192.168.1.6:8000", "evil.test"]),
+    ("0.0.0.0", ["192.168.1.5:8000", "[fe80::1]:8000", "localhost:8000"], ["evil.test:8000", "192.168.1.5.nip.io"]),
+    ("[::]", ["[2001:db8::5]:8000", "10.0.0.7"], ["evil.test"]),
+])
+def test_the_server_answers_only_for_its_own_names(host, served, refused):
+    app = create_app(None, host=host)
+    with TestClient(app) as client:
+        for name in served:
+            assert client.get("/", headers={"host": name}).status_code == 200, name
+        for name in refused:  # a name made to resolve to this machine (DNS rebinding) reaches nothing
+            for r in (client.get("/", headers={"host": name}),
+                      client.post("/api/games", json=GAME, headers={"host": name})):
+                one_line_error(r, 403, f"host {name!r} is not one of this server's names")
+        assert len(app.state.table) == 0
 
 
 def test_no_client_text_reaches_the_file_system(client, tmp_path):
@@ -201,6 +260,25 @@ def test_hints_come_from_the_agent_with_a_reason_when_there_are_none(client):
     assert client.get(f"/api/games/{g['id']}/hint").json()["reason"] == "no agent sits in this game"
 
 
+def test_a_lost_position_has_no_best_move():
+    game = make_game("3x3")
+    _, [(label, perfect)] = load_agents(["perfect"], "3x3")
+    web = WebGame("0", game, {FIRST: (HUMAN, None), SECOND: (label, perfect)}, seed=0)
+    assert web.hint()["best"] == 0  # every move draws: the first of the best
+    board = [0] * 9
+    for c in (1, 5, 7):
+        board[c] = 1
+    for c in (0, 2, 4):
+        board[c] = -1  # O threatens 6 and 8: X loses whatever it plays
+    web.states.append(game.state_from_board(board))
+    hint = web.hint()
+    assert [v["value"] for v in hint["values"]] == [-1.0] * 3 and hint["best"] is None
+    board[8] = 1
+    board[3] = -1  # one threat blocked: X's best is 6
+    web.states.append(game.state_from_board(board))
+    assert web.hint()["best"] == 6
+
+
 def test_the_hint_marks_the_values_the_rules_decide():
     player = load_player(SHIPPED_CHECKPOINT)
     game = player.game
@@ -218,7 +296,7 @@ def test_the_hint_marks_the_values_the_rules_decide():
 
 
 def test_the_shipped_network_plays_and_hints_through_the_api():
-    with TestClient(create_app(SHIPPED_FOLDER)) as client:
+    with local_client(create_app(SHIPPED_FOLDER)) as client:
         options = client.get("/api/options").json()
         assert {"name": "dqn_444", "board": "4x4x4"} in options["checkpoints"]
         assert options["default"] == {"board": "4x4x4", "x": "human", "o": "checkpoint:dqn_444"}
@@ -234,7 +312,7 @@ def test_the_shipped_network_plays_and_hints_through_the_api():
 
 
 def test_the_shipped_alphazero_plays_through_the_api():
-    with TestClient(create_app(SHIPPED_FOLDER)) as client:
+    with local_client(create_app(SHIPPED_FOLDER)) as client:
         assert {"name": "alphazero_444", "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
         g = new(client, "4x4x4", "human", "checkpoint:alphazero_444")
         g = post(client, g, "move", {"move": "0,0,0"}).json()
@@ -253,12 +331,31 @@ def test_games_are_capped_in_count_and_idle_time():
     table.get(a.id)  # a is used again: b is now the one unused longest
     c = table.new("3x3", seats, 0)
     assert len(table) == 2 and table.get(a.id) is a and table.get(c.id) is c
-    with pytest.raises(RequestError, match="no such game"):
+    with pytest.raises(RequestError, match=r"this game was dropped: the server was full \(2 games, max_games\)"):
         table.get(b.id)
     now[0] = 2 + 61
-    with pytest.raises(RequestError, match="no such game"):
+    with pytest.raises(RequestError, match="this game was dropped: it was unused longer than this server's "
+                                           "max_idle_minutes=1; start a new one"):
         table.get(a.id)
     assert len(table) == 0
+    with pytest.raises(RequestError, match="no such game: start a new one"):
+        table.get("0123456789abcdef")
+
+
+def test_one_client_cannot_push_out_anothers_games():
+    app = create_app(None, max_games=4, max_games_per_client=2)
+    alice, mallory, carol = (TestClient(app, base_url="http://127.0.0.1", client=(f"10.0.0.{i}", 5000))
+                             for i in (1, 2, 3))
+    mine = new(alice)
+    theirs = [new(mallory) for _ in range(10)]  # mallory's own games make room for mallory's new ones
+    assert alice.get(f"/api/games/{mine['id']}").status_code == 200
+    one_line_error(mallory.get(f"/api/games/{theirs[0]['id']}"), 404, "this game was dropped: its client started 2 "
+                   "newer games, this server's cap per client (max_games_per_client); start a new one")
+    new(carol)
+    new(carol)  # the server is full: the client with the most games gives one up
+    assert alice.get(f"/api/games/{mine['id']}").status_code == 200 and len(app.state.table) == 4
+    one_line_error(mallory.get(f"/api/games/{theirs[-2]['id']}"), 404, "the server was full (4 games, max_games) "
+                   "and its client had the most")
 
 
 def test_the_page_and_its_files_need_nothing_from_outside(client):
@@ -303,7 +400,8 @@ def compose_serve(*overrides: str):
 
 @pytest.mark.parametrize("override, text", [("port=70000", "port must be in 0..65535"),
                                             ("checkpoints=/no/such/folder", "checkpoints=/no/such/folder: no such"),
-                                            ("max_games=0", "max_games and threads must be at least 1"),
+                                            ("max_games=0", "max_games, max_games_per_client and threads must"),
+                                            ("max_games_per_client=0", "max_games, max_games_per_client and"),
                                             ("max_seconds=0", "max_seconds must be a number above 0, got 0"),
                                             ("max_searches=1000", "max_searches must be at most 256")])
 def test_bad_settings_are_refused_before_serving(override, text):

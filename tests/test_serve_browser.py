@@ -3,7 +3,12 @@ driven by Selenium plays a whole game of Qubic against ``random`` by clicking ce
 cells of the 3D view at its default angle and after turning it (each click must play that cell), drops pieces
 on Score Four by clicking anywhere in a column, shows the shipped dqn_444's hint heat map on its fixed scale,
 checks the layout (a long move list, a narrow window, a refused new game), and lets two agents play 3x3 step
-by step, then on to the end. Screenshots go to ``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
+by step, then on to the end. Then what the page must not get wrong: clicks and keys after a drag of the 3D
+view, another site's page and a rebound name (DNS rebinding) starting games, sideways scrolling at 400 px and
+the panel beside Qubic at 1280 x 800, a hovered cell that looks like the last move, texts outside their 3D
+cells at a tilt, numbers on red cells, a "best move" in a lost position, the first key typed into the Move
+box, other scripts' digits, a 503 not asked again, and a click lost while the agent thinks. Screenshots go to
+``$TTT_ARTIFACTS`` when set, else the test's tmp dir.
 
 Skipped, with the reason, when Chromium, its driver or Selenium is missing (``.ci/run`` installs them).
 """
@@ -16,6 +21,7 @@ import re
 import shutil
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -39,27 +45,33 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None or DRIVER
 
 
 @pytest.fixture(scope="module")
-def server_url():
-    """The app served by uvicorn in a thread on a free loopback port, with the shipped checkpoints."""
+def served():
+    """(url, app): the app served by uvicorn in a thread on a free loopback port, with the shipped checkpoints."""
     import uvicorn
 
     from ttt.web.app import create_app
 
     sock = listen("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(SHIPPED_FOLDER, seed=1), log_config=None,
-                                           access_log=False, lifespan="off"))
+    app = create_app(SHIPPED_FOLDER, seed=1)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield url_of(sock)
+    yield url_of(sock), app
     server.should_exit = True
     thread.join(timeout=5)
     sock.close()
 
 
+@pytest.fixture(scope="module")
+def server_url(served) -> str:
+    return served[0]
+
+
 WINDOW = (1400, 760)
+REBOUND = "rebound.test"  # as in DNS rebinding: another site's name that the browser resolves to 127.0.0.1
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +79,8 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={WINDOW[0]},{WINDOW[1]}", "--force-device-scale-factor=1"):
+                f"--window-size={WINDOW[0]},{WINDOW[1]}", "--force-device-scale-factor=1",
+                f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1"):  # a site's name made to resolve here
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, for script errors
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
@@ -104,8 +117,9 @@ def start(driver, url: str, board: str, x: str, o: str) -> None:
     driver.find_element(By.ID, "new").click()
     area = driver.find_element(By.ID, "board-area")
     wait.until(lambda d: area.get_attribute("data-game") != default)  # the new game is drawn
-    assert area.get_attribute("data-board") == board and moves_shown(driver) == 0
-    assert "X to move" in driver.find_element(By.ID, "status").text
+    assert area.get_attribute("data-board") == board
+    if x == "human" or o != "human":  # else the agent opens at once
+        assert moves_shown(driver) == 0 and "X to move" in driver.find_element(By.ID, "status").text
 
 
 def show_3d(driver) -> None:
@@ -118,6 +132,17 @@ def click_at(driver, x: float, y: float) -> None:
     """A person's click at a point of the window (viewport coordinates), wherever the page put things."""
     actions = ActionBuilder(driver, duration=0)
     actions.pointer_action.move_to_location(round(x), round(y)).click()
+    actions.perform()
+
+
+def drag_from(driver, cell: int) -> None:
+    """A person's drag on the 3D view from the centre of ``cell``: 90 pixels right and 42 up, in six steps."""
+    start_at = next(c for c in centres_3d(driver) if c["cell"] == cell)
+    actions = ActionBuilder(driver, duration=0)
+    actions.pointer_action.move_to_location(round(start_at["x"]), round(start_at["y"])).pointer_down()
+    for step in range(1, 7):
+        actions.pointer_action.move_to_location(round(start_at["x"]) + 15 * step, round(start_at["y"]) - 7 * step)
+    actions.pointer_action.pointer_up()
     actions.perform()
 
 
@@ -219,11 +244,11 @@ def test_a_whole_game_of_qubic_against_random_by_clicking(server_url, browser, a
     webdriver.ActionChains(browser).move_to_element(corner).perform()
     rings = {int(c.get_attribute("data-cell")): c.value_of_css_property("box-shadow")
              for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hl")}
-    assert len(rings) == 1 + 7 * 3 and {63, 48, 3} <= set(rings)
+    assert len(rings) == 7 * 3 and {63, 48, 3} <= set(rings)  # the corner itself is shaded, not ringed
+    assert [c.get_attribute("data-cell") for c in browser.find_elements(By.CSS_SELECTOR, ".cell.hovered")] == ["0"]
     by_colour: dict[str, set[int]] = {}
     for cell, ring in rings.items():
-        if cell != 0:
-            by_colour.setdefault(re.match(r"rgba?\([^)]*\)", ring).group(0), set()).add(cell)
+        by_colour.setdefault(re.match(r"rgba?\([^)]*\)", ring).group(0), set()).add(cell)
     assert len(by_colour) == 7 and all(tuple(sorted({0} | group)) in lines for group in by_colour.values())
 
     # the 3D view draws the winning line through the stack, and the hovered lines, one colour each
@@ -259,13 +284,7 @@ def test_every_cell_of_the_3d_view_takes_its_click_before_and_after_turning(serv
     # turned by dragging, from a cell: sideways spins, upwards flattens; the drag is no move
     browser.find_element(By.ID, "new").click()
     waiting(browser).until(lambda d: moves_shown(d) == 0)
-    start_at = next(c for c in centres_3d(browser) if c["cell"] == 21)
-    actions = ActionBuilder(browser, duration=0)
-    actions.pointer_action.move_to_location(round(start_at["x"]), round(start_at["y"])).pointer_down()
-    for step in range(1, 7):
-        actions.pointer_action.move_to_location(round(start_at["x"]) + 15 * step, round(start_at["y"]) - 7 * step)
-    actions.pointer_action.pointer_up()
-    actions.perform()
+    drag_from(browser, 21)
     angles.append(angle())
     assert angles[1] == ("15", "20")  # -30 + 90 / 2 degrees; 30 - 42 / 4, held at the flattest view
     assert moves_shown(browser) == 0 and not browser.find_element(By.ID, "error").text
@@ -331,7 +350,7 @@ def test_the_hint_heat_map_of_the_shipped_network(server_url, browser, artifacts
     show_3d(browser)  # the same values on the 3D view, and the lines through a cell: the README's picture
     texts = {int(g.get_attribute("data-cell")): g.find_element(By.CSS_SELECTOR, "text.val").text
              for g in browser.find_elements(By.CSS_SELECTOR, ".cell3d")
-             if g.find_elements(By.CSS_SELECTOR, "text.val")}
+             if g.find_element(By.CSS_SELECTOR, "text.val").text}
     assert {c: float(t) for c, t in texts.items()} == values
     browser.set_window_size(1100, 900)  # the whole view and the panel, lines' legend included
     try:
@@ -408,3 +427,280 @@ def test_two_agents_step_by_step_then_play_on(server_url, browser):
     assert text.startswith(("X (random) wins", "O (benchmark) wins", "Draw")), text
     assert 5 <= moves_shown(browser) <= 9
     assert browser.find_element(By.ID, "step").get_attribute("disabled")
+
+
+def played(driver) -> list[int]:
+    """The cells of the moves so far, as the move list shows them."""
+    return [int(li.text.split(" ")[1]) for li in driver.find_elements(By.CSS_SELECTOR, "#moves li")]
+
+
+def test_clicks_and_keys_play_after_a_drag_of_the_3d_view(server_url, browser):
+    """A drag of the 3D view swallows the click that ends it, and nothing after it: a click or Enter or Space
+    on the layers side by side, a click on the 3D view, a click in a new game of 3x3."""
+    start(browser, server_url, "4x4x4", "human", "human")
+    wait = waiting(browser)
+    for n, (cell, press) in enumerate([(0, None), (1, Keys.ENTER), (2, Keys.SPACE)], start=1):
+        show_3d(browser)
+        drag_from(browser, 21)
+        browser.find_element(By.ID, "view3d").click()  # back to the layers side by side
+        flat = browser.find_element(By.CSS_SELECTOR, f'.cell[data-cell="{cell}"]')
+        flat.click() if press is None else flat.send_keys(press)
+        wait.until(lambda d, n=n: moves_shown(d) == n)
+    show_3d(browser)
+    drag_from(browser, 21)
+    target = next(c for c in centres_3d(browser) if c["cell"] == 5)
+    click_at(browser, target["x"], target["y"])
+    wait.until(lambda d: moves_shown(d) == 4)
+    assert played(browser) == [0, 1, 2, 5] and not browser.find_element(By.ID, "error").text
+    drag_from(browser, 21)
+    browser.execute_script("document.getElementById('board').value = '3x3';")
+    browser.find_element(By.ID, "new").click()  # the same page: a new game of 3x3, drawn flat
+    wait.until(lambda d: d.find_element(By.ID, "board-area").get_attribute("data-board") == "3x3")
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="4"]').click()
+    wait.until(lambda d: moves_shown(d) == 1)
+    assert played(browser) == [4]
+
+
+CROSS_ORIGIN_POST = """
+    const [url, done] = [arguments[0], arguments[arguments.length - 1]];
+    fetch(url, {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"},
+                body: JSON.stringify({board: "3x3", x: "human", o: "random"})})
+      .then(() => done("sent"), (e) => done(String(e)));"""
+
+
+@pytest.fixture(scope="module")
+def other_site():
+    """The URL of another site's page (a plain page on another port): its scripts may send any request."""
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the handler's name in http.server)
+            body = b"<!doctype html><title>another site</title><p>another site"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    site = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=site.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{site.server_address[1]}/"
+    site.shutdown()
+    site.server_close()
+
+
+def test_another_sites_page_and_a_rebound_name_start_no_game(served, other_site, browser, caplog):
+    url, app = served
+    port = url.rstrip("/").rsplit(":", 1)[1]
+    browser.get(other_site)
+    games = len(app.state.table)
+    with caplog.at_level("INFO", logger="ttt.serve"):
+        browser.execute_async_script(CROSS_ORIGIN_POST, f"{url}api/games")  # a simple request: sent unasked
+        waiting(browser).until(lambda d: "POST /api/games 403" in caplog.text)
+    assert len(app.state.table) == games  # refused: the API answers its own page only
+    browser.get(f"http://{REBOUND}:{port}/")  # DNS rebinding: another site's name resolved to this machine
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert f"host '{REBOUND}:{port}' is not one of this server's names" in text, text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".cell") and len(app.state.table) == games
+
+
+def rect(driver, selector: str) -> dict:
+    return driver.execute_script("return document.querySelector(arguments[0]).getBoundingClientRect().toJSON();",
+                                 selector)
+
+
+def test_no_sideways_scroll_at_400_px_and_the_panel_beside_qubic_at_1280(server_url, browser, artifacts):
+    start(browser, server_url, "4x4x4", "human", "checkpoint:dqn_444")
+    browser.find_element(By.ID, "hint-toggle").click()
+    waiting(browser).until(lambda d: "Hint: dqn_444" in d.find_element(By.ID, "hint-info").text)
+    try:
+        browser.set_window_size(1280, 800)
+        layers, aside = rect(browser, ".layers"), rect(browser, "aside")
+        assert aside["left"] >= layers["right"] and aside["top"] < layers["bottom"], (layers, aside)
+        below = browser.execute_script("return innerHeight;")
+        for part in ("#status", "#hint-info", "#moves"):  # none pushed below the fold
+            assert rect(browser, part)["top"] < below, part
+        browser.save_screenshot(str(artifacts / "qubic_1280.png"))
+        browser.set_window_size(400, 800)
+        for view in ("flat", "3D"):
+            if view == "3D":
+                show_3d(browser)
+            width = browser.execute_script("return [document.documentElement.scrollWidth, "
+                                           "document.documentElement.clientWidth];")
+            assert width[0] <= width[1], (view, width)
+            browser.save_screenshot(str(artifacts / f"qubic_400_{view}.png"))
+    finally:
+        browser.set_window_size(*WINDOW)
+    browser.find_element(By.ID, "view3d").click()
+
+
+def test_a_hovered_cell_does_not_look_like_the_last_move(server_url, browser):
+    start(browser, server_url, "4x4x4", "human", "human")
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="0"]').click()
+    waiting(browser).until(lambda d: moves_shown(d) == 1)
+    for view, cell, part, style in ((".cell", ".cell", "", "border-top-color"),
+                                    ("3D", ".cell3d", " polygon", "stroke")):
+        if view == "3D":
+            show_3d(browser)
+        hovered = browser.find_element(By.CSS_SELECTOR, f'{cell}[data-cell="5"]')
+        webdriver.ActionChains(browser, duration=0).move_to_element(hovered).perform()
+        assert "hovered" in hovered.get_attribute("class")
+        last = browser.find_element(By.CSS_SELECTOR, f"{cell}.last{part}").value_of_css_property(style)
+        mine = browser.find_element(By.CSS_SELECTOR, f'{cell}[data-cell="5"]{part}').value_of_css_property(style)
+        assert mine != last, (view, mine, last)
+    browser.find_element(By.ID, "view3d").click()
+
+
+TEXTS_3D = """
+    return [...document.querySelectorAll('svg.scene .cell3d')].map((g) => {
+      const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+      const texts = {};
+      for (const t of g.querySelectorAll('text')) if (t.textContent) texts[t.classList[0]] = [t.textContent, box(t)];
+      const [poly, heat] = g.querySelectorAll('polygon');
+      return {cell: Number(g.dataset.cell), cell_box: box(poly), heat_box: box(heat), texts,
+              fills: [getComputedStyle(poly).fill, getComputedStyle(heat).fill]};
+    });"""
+
+
+def test_the_3d_view_keeps_marks_numbers_and_values_in_their_cells_at_every_tilt(server_url, browser, artifacts):
+    start(browser, server_url, "4x4x4", "human", "checkpoint:dqn_444")
+    for move in ("1,1,1", "0,0,0"):
+        before = moves_shown(browser)
+        browser.find_element(By.ID, "move-input").send_keys(move + "\n")
+        waiting(browser).until(lambda d, n=before: moves_shown(d) >= n + 2)
+    show_3d(browser)
+    browser.find_element(By.ID, "hint-toggle").click()
+    waiting(browser).until(lambda d: "Hint: dqn_444" in d.find_element(By.ID, "hint-info").text)
+    browser.execute_script("document.activeElement.blur();")
+    for keys, tilt in (("", "30"), (Keys.ARROW_DOWN * 2, "20"), (Keys.ARROW_UP * 4, "40")):
+        webdriver.ActionChains(browser, duration=0).send_keys(keys).perform() if keys else None
+        assert browser.find_element(By.CSS_SELECTOR, "svg.scene").get_attribute("data-tilt") == tilt
+        cells = browser.execute_script(TEXTS_3D)
+        marked = [c for c in cells if "mark" in c["texts"]]
+        assert len(marked) == 4 and sum("val" in c["texts"] for c in cells) == 60
+        for c in cells:
+            left, top, right, bottom = c["cell_box"]
+            boxes = {name: b for name, (_, b) in c["texts"].items()}
+            for x0, y0, x1, y1 in boxes.values():  # each text within its cell's shape on screen
+                assert left - 0.5 <= x0 and x1 <= right + 0.5 and top - 0.5 <= y0 and y1 <= bottom + 0.5, (tilt, c)
+            if "val" in boxes:  # the number stays beside its value, neither over the other
+                assert c["texts"]["num"][0] == str(c["cell"]), (tilt, c)
+                # the hint's colour inside a white edge, where the cell's rings are drawn
+                assert c["fills"][0] == "rgb(255, 255, 255)" and c["fills"][1] != c["fills"][0], (tilt, c)
+                inner = c["heat_box"]
+                assert min(inner[0] - left, inner[1] - top, right - inner[2], bottom - inner[3]) >= 2, (tilt, c)
+                (_, _, num_right, num_bottom), (val_left, val_top, _, _) = boxes["num"], boxes["val"]
+                assert num_right <= val_left + 0.5 or num_bottom <= val_top + 0.5, (tilt, c)
+        browser.save_screenshot(str(artifacts / f"qubic_3d_tilt_{tilt}.png"))
+    browser.find_element(By.ID, "hint-toggle").click()
+    browser.find_element(By.ID, "view3d").click()
+
+
+def luminance(css: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", css)[:3])
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_a_lost_position_is_readable_on_red_and_names_no_best_move(server_url, browser, artifacts):
+    """Perfect X against O (a person) on 3x3, with the hint on: O blocks X's threats and otherwise plays a move
+    the hint values -1, until X forks. Red cells keep their numbers readable and their rings edged in white;
+    the lost position names no best move."""
+    start(browser, server_url, "3x3", "perfect", "human")
+    wait = waiting(browser)
+    browser.find_element(By.ID, "hint-toggle").click()
+    info = lambda: browser.find_element(By.ID, "hint-info").text  # noqa: E731
+    for _ in range(4):
+        wait.until(lambda d: "O to move" in d.find_element(By.ID, "status").text and "Hint: perfect" in info())
+        values = {int(c.get_attribute("data-cell")): float(c.find_element(By.CSS_SELECTOR, ".val").text)
+                  for c in browser.find_elements(By.CSS_SELECTOR, ".cell.playable")}
+        if max(values.values()) == -1:
+            break
+        assert "its best move" in info()
+        threat = browser.find_elements(By.CSS_SELECTOR, ".cell.open-x")
+        move = int(threat[0].get_attribute("data-cell")) if threat else min(values, key=values.get)
+        before = moves_shown(browser)
+        browser.find_element(By.CSS_SELECTOR, f'.cell[data-cell="{move}"]').click()
+        wait.until(lambda d, n=before: moves_shown(d) >= n + 2)
+    assert set(values.values()) == {-1.0}, values  # X has forked: every move of O loses
+    assert "every move loses" in info() and "best move" not in info(), info()
+    red = [browser.find_element(By.CSS_SELECTOR, f'.cell[data-cell="{c}"]') for c in values]
+    webdriver.ActionChains(browser, duration=0).move_to_element(red[0]).perform()
+    for cell in red:
+        background = cell.value_of_css_property("background-color")
+        number = cell.find_element(By.CSS_SELECTOR, ".num").value_of_css_property("color")
+        assert contrast(number, background) >= 4.5, (cell.get_attribute("data-cell"), number, background)
+        if "hl" in cell.get_attribute("class"):  # a line's ring, edged in white against the heat colour
+            assert "rgb(255, 255, 255)" in cell.value_of_css_property("box-shadow")
+    open_cells = browser.find_elements(By.CSS_SELECTOR, ".cell.open-x")
+    assert open_cells  # X's threats, each ringed, the ring edged in white on both sides
+    for cell in open_cells:
+        edge = browser.execute_script("return getComputedStyle(arguments[0], '::after').boxShadow;", cell)
+        assert edge.count("rgb(255, 255, 255)") == 2, edge
+    browser.save_screenshot(str(artifacts / "lost_3x3.png"))
+
+
+def test_the_first_key_is_a_shortcut_and_only_ascii_digits_make_a_move(server_url, browser):
+    browser.get(server_url)
+    waiting(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cell") and d.find_element(By.ID, "status").text)
+    assert browser.execute_script("return document.activeElement.tagName;") == "BODY"
+    webdriver.ActionChains(browser, duration=0).send_keys("h").perform()
+    assert browser.find_element(By.ID, "hint-toggle").is_selected()
+    assert browser.find_element(By.ID, "move-input").get_attribute("value") == ""
+    for text in ("\u0663", "\uff13", "\u0967,\u0967,\u0967"):  # Arabic-Indic 3, fullwidth 3, Devanagari 1,1,1
+        browser.find_element(By.ID, "move-input").send_keys(text + "\n")
+        waiting(browser).until(lambda d: "is not a move" in d.find_element(By.ID, "error").text)
+        browser.execute_script("document.getElementById('error').textContent = '';")
+    assert moves_shown(browser) == 0
+
+
+# the page's requests through a stand-in for fetch: the next /step answered 503 once, or held a while
+BUSY_ONCE = """
+    const real = window.fetch;
+    let left = 1;
+    window.fetch = (path, init) => String(path).endsWith("/step") && left-- > 0
+      ? Promise.resolve(new Response(JSON.stringify({error: "busy: 8 agents are searching"}),
+          {status: 503, headers: {"Retry-After": "1", "Content-Type": "application/json"}}))
+      : real(path, init);"""
+SLOW_STEP = """
+    const real = window.fetch;
+    window.fetch = (path, init) => String(path).endsWith("/step")
+      ? new Promise((resolve) => setTimeout(resolve, 1500)).then(() => real(path, init)) : real(path, init);"""
+
+
+def test_a_busy_server_is_asked_again_after_its_retry_after(server_url, browser):
+    start(browser, server_url, "3x3", "human", "benchmark")
+    browser.execute_script(BUSY_ONCE)
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="4"]').click()
+    wait = waiting(browser)
+    wait.until(lambda d: "asking again in 1 s" in d.find_element(By.ID, "error").text)
+    wait.until(lambda d: moves_shown(d) == 2)  # the agent's reply, asked again after a second
+    assert not browser.find_element(By.ID, "error").text
+    assert "X to move" in browser.find_element(By.ID, "status").text
+
+
+def test_a_click_while_the_agent_thinks_is_played_after_its_reply(server_url, browser):
+    start(browser, server_url, "3x3", "human", "benchmark")
+    browser.execute_script(SLOW_STEP)
+    wait = waiting(browser)
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="4"]').click()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda d: "thinking" in status.text and "thinking" in status.get_attribute("class"))
+    assert browser.find_element(By.ID, "board-area").get_attribute("aria-busy") == "true"
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-cell="0"]').click()  # during the agent's move
+    assert "Your move 0 (0,0) follows" in status.text
+    wait.until(lambda d: moves_shown(d) == 3 or d.find_element(By.ID, "error").text)
+    if played(browser)[1] == 0:  # the agent took that cell: the server says so, the click is not lost
+        assert "occupied" in browser.find_element(By.ID, "error").text
+    else:
+        assert played(browser)[::2] == [4, 0]
+        wait.until(lambda d: moves_shown(d) == 4)  # and the agent's reply to it
+    assert "X to move" in status.text and "thinking" not in status.text + status.get_attribute("class")

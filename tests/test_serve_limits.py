@@ -17,7 +17,7 @@ import time
 import pytest
 
 pytest.importorskip("starlette", reason="the web extra is not installed")
-from starlette.testclient import TestClient  # noqa: E402
+from test_serve import local_client  # noqa: E402
 
 import ttt.web.app as web_app  # noqa: E402
 from ttt.games import FIRST  # noqa: E402
@@ -41,7 +41,7 @@ def new_game(client, status=201, **seats):
                                        ("alphabeta:7", "max_depth=6"),
                                        ("alphabeta:depth=None", "max_depth=6")])
 def test_a_search_over_a_cap_is_refused_with_a_400_naming_it(seat, cap):
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         error = new_game(client, 400, board="4x4x4", o=seat)["error"]
         assert cap in error and "\n" not in error, error
         new_game(client, board="4x4x4", o="mcts:20000")  # at the cap: served
@@ -50,14 +50,14 @@ def test_a_search_over_a_cap_is_refused_with_a_400_naming_it(seat, cap):
 
 def test_the_caps_are_the_servers_own():
     limits = Limits(max_simulations=50, max_depth=2, max_seconds=5, max_searches=1)
-    with TestClient(create_app(None, limits=limits)) as client:
+    with local_client(create_app(None, limits=limits)) as client:
         assert "max_simulations=50" in new_game(client, 400, o="mcts:51")["error"]
         assert "max_depth=2" in new_game(client, 400, o="alphabeta:3")["error"]
         assert "9 plies" in new_game(client, 400, o="alphabeta:depth=None")["error"]  # to the end of 3x3
         new_game(client, o="mcts:50")
         new_game(client, o="alphabeta:2")
     pytest.importorskip("pyspiel")
-    with TestClient(create_app(None, limits=limits)) as client:
+    with local_client(create_app(None, limits=limits)) as client:
         assert "60 simulations" in new_game(client, 400, o="openspiel_mcts:simulations=20:rollouts=3")["error"]
     for bad, text in [({"max_seconds": 0}, "max_seconds must be a number above 0"),
                       ({"max_searches": 1000}, "max_searches must be at most 256"),
@@ -73,12 +73,12 @@ def test_the_caps_are_the_servers_own():
 def test_options_must_be_finite_and_sensible_in_every_command(seat, text):
     with pytest.raises(ValueError, match=re.escape(text)):
         load_agents([seat], "3x3")  # ttt.benchmark and ttt.play name players through it too
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         assert text in new_game(client, 400, o=seat)["error"]
 
 
 def test_a_seat_with_a_control_character_is_refused():
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         assert "no control characters" in new_game(client, 400, o="mcts:\n5")["error"]
 
 
@@ -101,7 +101,7 @@ def test_a_move_or_hint_past_max_seconds_is_a_400_naming_the_cap_and_the_game_is
     if x.startswith("openspiel"):
         pytest.importorskip("pyspiel")
     app = create_app(None, limits=Limits(max_seconds=0.3))
-    with TestClient(app) as client:
+    with local_client(app) as client:
         game = new_game(client, board="4x4x4", x=x, o="human")
         verbs = (("step", client.post), ("hint", client.get))
         for verb, method in verbs[:1] if x.startswith("openspiel") else verbs:  # it has no move values
@@ -117,7 +117,7 @@ def test_a_move_or_hint_past_max_seconds_is_a_400_naming_the_cap_and_the_game_is
 
 def test_a_game_keeps_no_search_tree_between_requests():
     app = create_app(None)
-    with TestClient(app) as client:
+    with local_client(app) as client:
         game = new_game(client, x="mcts:200", o="human")
         _, player = app.state.table.get(game["id"]).seats[FIRST]
         assert client.get(f"/api/games/{game['id']}/hint").status_code == 200 and player.last_roots == []
@@ -130,14 +130,14 @@ def test_a_game_keeps_no_search_tree_between_requests():
                                         ('{"move": ' + "[" * 9 + "]" * 9 + "}", "over 8 deep"),
                                         ('{"move": "' + "[" * 20 + '"}', "is not a move")])  # inside a string
 def test_json_nested_too_deep_is_a_400(body, text):
-    with TestClient(create_app(None)) as client:
+    with local_client(create_app(None)) as client:
         game = new_game(client)
         r = client.post(f"/api/games/{game['id']}/move", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 400 and text in r.json()["error"], r.text
 
 
 def test_a_newline_in_the_path_cannot_write_a_log_line(caplog):
-    with caplog.at_level("INFO", logger="ttt.serve"), TestClient(create_app(None)) as client:
+    with caplog.at_level("INFO", logger="ttt.serve"), local_client(create_app(None)) as client:
         assert client.get("/api/games/x%0a2026-01-01 12:00:00,000 GET / 200 1.0 ms").status_code == 404
     lines = [r.getMessage() for r in caplog.records if r.name == "ttt.serve"]
     assert any(r"/api/games/x\n2026-01-01" in line for line in lines), lines
@@ -204,7 +204,8 @@ def test_a_search_is_dropped_when_its_client_goes_away(served, caplog):
     url, app = served
     game = httpx.post(f"{url}api/games", json=QUBIC_SEARCH).json()
     with caplog.at_level("INFO", logger="ttt.serve"):
-        conn = raw_request(url, f"POST /api/games/{game['id']}/step HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n")
+        conn = raw_request(url, f"POST /api/games/{game['id']}/step HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "Content-Length: 0\r\n")
         wait_for(lambda: app.state.searches.running, 5)  # searching
         time.sleep(0.3)
         conn.close()
@@ -221,7 +222,7 @@ def test_searches_at_once_are_capped_and_the_rest_of_the_api_answers(served):
 
     url, app = served
     first, second = (httpx.post(f"{url}api/games", json=QUBIC_SEARCH).json() for _ in range(2))
-    conn = raw_request(url, f"POST /api/games/{first['id']}/step HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n")
+    conn = raw_request(url, f"POST /api/games/{first['id']}/step HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n")
     try:
         wait_for(lambda: app.state.searches.running, 5)
         r = httpx.post(f"{url}api/games/{second['id']}/step", json={})
@@ -235,7 +236,7 @@ def test_searches_at_once_are_capped_and_the_rest_of_the_api_answers(served):
 def test_a_body_dropped_half_way_is_logged_as_499_and_a_slow_one_gets_408(served, caplog, monkeypatch):
     url, _ = served
     monkeypatch.setattr(web_app, "BODY_SECONDS", 0.5)
-    head = "POST /api/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n"
+    head = "POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n"
     with caplog.at_level("INFO", logger="ttt.serve"):
         raw_request(url, head, b'{"board": ').close()
         wait_for(lambda: log_line(caplog, r"POST /api/games 499 "), 3)
@@ -254,7 +255,8 @@ def test_a_signal_ends_the_server_within_5_s_while_40_searches_run(signum, tmp_p
     import httpx2 as httpx
 
     proc = subprocess.Popen([sys.executable, "-m", "ttt.serve", "port=0", "max_searches=40", "max_seconds=120",
-                             f"checkpoints={tmp_path}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "max_games_per_client=40", f"checkpoints={tmp_path}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"serving (http://\S+/)", proc.stdout.readline()).group(1)
         games = [httpx.post(f"{url}api/games", json=QUBIC_SEARCH, timeout=20).json()["id"] for _ in range(40)]

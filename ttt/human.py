@@ -21,9 +21,22 @@ from ttt.games import Game, IllegalMoveError, State
 from ttt.players import Player
 from ttt.suites import has_rules, without_rules
 
+MAX_QUOTED = 20  # characters of a person's input that an error message quotes
+
 
 class MoveError(ValueError):
     """Input that is not a legal move; the message is the one-line reason shown to the player."""
+
+
+def quoted(text: str) -> str:
+    """``text`` as an error quotes it: its first ``MAX_QUOTED`` characters, the length named when cut."""
+    return repr(text) if len(text) <= MAX_QUOTED else f"{text[:MAX_QUOTED]!r}... ({len(text)} characters)"
+
+
+def long_number(digits: str, quote: bool = True) -> str:
+    """A number too long to be a cell, as an error names it: ``'1234567890...' (4000 digits)``."""
+    shown = digits[:10] + "..."
+    return f"{repr(shown) if quote else shown} ({len(digits.lstrip('+-'))} digits)"
 
 
 def move_syntax(game: Game) -> str:
@@ -42,14 +55,15 @@ def parse_move(state: State, text: str, commands: str = "") -> int:
     """
     game = state.game
     parts = [p for p in re.split(r"[,\s]+", text.strip().strip("()[]")) if p]
-    if not parts or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+    # ASCII digits only: int() would also read other scripts' digits ("\u0663" as 3)
+    if not parts or not all(re.fullmatch(r"[+-]?[0-9]+", p) for p in parts):
         also = f", or {commands}" if commands else ""
-        raise MoveError(f"{text.strip()!r} is not a move: type {move_syntax(game)}{also}")
+        raise MoveError(f"{quoted(text.strip())} is not a move: type {move_syntax(game)}{also}")
     for p in parts:  # no cell has a number this long (and int() refuses 4,300 digits and more)
         if len(p.lstrip("+-")) > 9:
-            shown, digits = p[:10] + "...", f"({len(p.lstrip('+-'))} digits)"
-            raise MoveError(f"{shown!r} {digits} is out of range: the cells are 0..{game.num_cells - 1}"
-                            if len(parts) == 1 else f"coordinate {shown} {digits} is out of range 0..{game.n - 1}")
+            if len(parts) == 1:
+                raise MoveError(f"{long_number(p)} is out of range: the cells are 0..{game.num_cells - 1}")
+            raise MoveError(f"coordinate {long_number(p, quote=False)} is out of range 0..{game.n - 1}")
     nums = [int(p) for p in parts]
     if len(nums) == 1:
         cell = nums[0]
@@ -66,12 +80,14 @@ def parse_move(state: State, text: str, commands: str = "") -> int:
                 raise MoveError(f"column {','.join(map(str, nums))} is full")
             cell = empty[0]
     else:
-        raise MoveError(f"{text.strip()!r}: give {move_syntax(game)}")
+        raise MoveError(f"{quoted(text.strip())}: give {move_syntax(game)}")
     return check_move(state, cell)
 
 
 def check_move(state: State, cell: int) -> int:
     """``cell`` when it is legal in ``state``; MoveError with the rules' reason otherwise."""
+    if abs(cell) >= 10**9:  # no cell has a number this long: the error names it, not all its digits
+        raise MoveError(f"{long_number(str(cell))} is out of range: the cells are 0..{state.game.num_cells - 1}")
     try:
         return state.check_action(cell)
     except IllegalMoveError as e:

@@ -47,6 +47,7 @@ class ServeConfig:
     port: int = 8000  # 0: any free port
     checkpoints: str | None = None  # folder of checkpoints offered by name; None: the shipped checkpoints/
     max_games: int = 64  # games kept in memory at once
+    max_games_per_client: int = 16  # games of one client address at once
     max_idle_minutes: float = 60  # a game unused this long is dropped
     seed: int = 0  # the agents' random choices
     threads: int = 1  # torch intra-op threads
@@ -99,8 +100,8 @@ def serve(cfg: DictConfig) -> None:
     """Serve the page until Ctrl-C or SIGTERM."""
     if not 0 <= int(cfg.port) <= 65535:
         raise ValueError(f"port must be in 0..65535, got {cfg.port}")
-    if int(cfg.max_games) < 1 or float(cfg.max_idle_minutes) <= 0 or int(cfg.threads) < 1:
-        raise ValueError("max_games and threads must be at least 1, max_idle_minutes above 0")
+    if min(int(cfg.max_games), int(cfg.max_games_per_client), int(cfg.threads)) < 1 or float(cfg.max_idle_minutes) <= 0:
+        raise ValueError("max_games, max_games_per_client and threads must be at least 1, max_idle_minutes above 0")
     check_seed_and_threads(cfg)
     limits = Limits(max_simulations=cfg.max_simulations, max_depth=cfg.max_depth, max_seconds=cfg.max_seconds,
                     max_searches=cfg.max_searches)
@@ -124,7 +125,7 @@ def serve(cfg: DictConfig) -> None:
         print(f"warning: host={host} is not a loopback address: anyone who can reach this machine can use the "
               "server and the agents it offers", file=sys.stderr)
     app = create_app(folder, max_games=int(cfg.max_games), max_idle_minutes=float(cfg.max_idle_minutes),
-                     seed=int(cfg.seed), limits=limits)
+                     seed=int(cfg.seed), limits=limits, host=host, max_games_per_client=int(cfg.max_games_per_client))
     sock = listen(host, int(cfg.port))
     print(f"serving {url_of(sock)} (checkpoints from {folder}; Ctrl-C stops)", flush=True)
 

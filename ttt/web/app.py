@@ -16,21 +16,25 @@ Routes (JSON in and out; an error is ``{"error": "one line"}`` with a 4xx, or a 
 ``GET /api/games/{id}/record``        the game as a JSON file to download
 ====================================  ===============================================================
 
-Every request body is checked: at most ``MAX_BODY`` bytes arriving within ``BODY_SECONDS`` (else 413 or
-408), a JSON object nested at most ``MAX_JSON_DEPTH`` deep with exactly the expected keys. A client that
-leaves mid-request is logged as 499, never as a failure. Agents run in worker threads of their own, one
-request at a time per game, within the caps of ``ttt.web.limits`` (simulations, depth, seconds per
-request, searches at once; a search whose client went away is stopped); anything an agent raises
-becomes a 500 with one line and the server goes on. ``TimingLog`` writes one line per request with its
+A request for a Host name that is not the server's (``served_names``: a name made to resolve to it, DNS
+rebinding) and an API request sent by another site's page (``Origin``, ``Sec-Fetch-Site``) are refused
+with a 403 (``SameOrigin``). Every request body is checked: at most ``MAX_BODY`` bytes arriving within
+``BODY_SECONDS`` (else 413 or 408), a JSON object nested at most ``MAX_JSON_DEPTH`` deep with exactly the
+expected keys. A client that leaves mid-request is logged as 499, never as a failure. Agents run in worker
+threads of their own, one request at a time per game, within the caps of ``ttt.web.limits`` (simulations,
+depth, seconds per request, searches at once; a search whose client went away is stopped); anything an
+agent raises becomes a 500 with one line and the server goes on. ``TimingLog`` writes one line per request with its
 time, the path's control characters escaped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import itertools
 import json
 import logging
+import socket
 import time
 from importlib import resources
 from pathlib import Path
@@ -83,6 +87,57 @@ EXAMPLE_SPECS = {"random": "random", "benchmark": "benchmark", "alphabeta": "alp
                  "perfect": "perfect", "openspiel_mcts": "openspiel_mcts:200"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'"}
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")  # the names a server answers to, whatever its host
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # listening on every address: the page is reached by this machine's IP
+
+
+def served_names(host: str) -> tuple[str, ...]:
+    """The Host names a server listening on ``host`` answers to: the loopback names and ``host``; on a
+    wildcard address also this machine's name (and any IP address: ``host_allowed``)."""
+    host = host.strip("[]").lower()
+    names = [*LOOPBACK_NAMES, host]
+    if host in WILDCARD_HOSTS:
+        names += [socket.gethostname().lower(), socket.getfqdn().lower()]
+    return tuple(dict.fromkeys(names))
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port: ``localhost:8000`` -> ``localhost``, ``[::1]:8000`` -> ``::1``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
+
+
+def host_allowed(name: str, names: tuple[str, ...]) -> bool:
+    """Whether a request for the Host ``name`` is served: one of ``names``, or any IP address when the server
+    listens on a wildcard address (a name that resolves elsewhere, as in DNS rebinding, is never an IP)."""
+    if name in names:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return any(n in WILDCARD_HOSTS for n in names)
+
+
+def refusal(scope, names: tuple[str, ...]) -> str | None:
+    """Why a request is refused (None: served): a Host that is not one of ``names`` (a page of another site
+    whose name was made to resolve here, DNS rebinding), or an API request sent by another origin's page
+    (its ``Origin`` or ``Sec-Fetch-Site`` header says so; a client other than a browser sends neither)."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    host = headers.get("host", "")
+    if not host_allowed(host_name(host), names):
+        return f"host {host[:40]!r} is not one of this server's names ({', '.join(names)})"
+    if not scope["path"].startswith("/api/"):
+        return None
+    origin = headers.get("origin")
+    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none") or (
+            origin is not None and origin.lower() != f"{scope.get('scheme', 'http')}://{host.lower()}"):
+        return "the API answers its own page only: a request from another site's page is refused"
+    return None
 
 
 def error(message: str, status: int) -> JSONResponse:
@@ -187,6 +242,20 @@ def api(handler):
     return endpoint
 
 
+class SameOrigin:
+    """ASGI middleware: a request that ``refusal`` refuses gets a 403 with its one line, and goes no further."""
+
+    def __init__(self, app, names: tuple[str, ...]) -> None:
+        self.app, self.names = app, names
+
+    async def __call__(self, scope, receive, send) -> None:
+        why = refusal(scope, self.names) if scope["type"] == "http" else None
+        if why is None:
+            await self.app(scope, receive, send)
+        else:
+            await error(why, 403)(scope, receive, send)
+
+
 class TimingLog:
     """ASGI middleware: one log line per request, ``METHOD path status milliseconds``, with the CPU time
     of its worker thread where it had one (an agent's move or values: the rest of the wall time is
@@ -222,15 +291,19 @@ class TimingLog:
 
 
 def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_idle_minutes: float = 60,
-               seed: int = 0, limits: Limits | None = None) -> Starlette:
+               seed: int = 0, limits: Limits | None = None, host: str = "127.0.0.1",
+               max_games_per_client: int = 16) -> Starlette:
     """The server's app: checkpoints by name from the folder ``checkpoints`` (None: none), at most
-    ``max_games`` games in memory, each dropped after ``max_idle_minutes`` unused; game i's agents draw
+    ``max_games`` games in memory and ``max_games_per_client`` of one client address (``GameTable``), each
+    dropped after ``max_idle_minutes`` unused; game i's agents draw
     their random choices from ``numpy.random.default_rng([seed, i])``; the agents' work within ``limits``
-    (None: the defaults of ``Limits``). ``app.state.searches.stop_all()`` stops every search (shutdown)."""
+    (None: the defaults of ``Limits``); requests for the Host names of a server on ``host`` only
+    (``served_names``), the API's from its own page only (``SameOrigin``).
+    ``app.state.searches.stop_all()`` stops every search (shutdown)."""
     limits = Limits() if limits is None else limits
     searches = Searches(limits)
     shelf = CheckpointShelf(checkpoints)
-    table = GameTable(max_games, 60 * max_idle_minutes)
+    table = GameTable(max_games, 60 * max_idle_minutes, max_games_per_client)
     files = static_files()
     counter = itertools.count(1)  # the games' numbers, for their seeds
 
@@ -266,7 +339,8 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
             seats = {FIRST: seat_player(data["x"], board, shelf), SECOND: seat_player(data["o"], board, shelf)}
             for label, player in seats.values():
                 check_seat(label, player, limits)
-            return table.new(board, seats, seed=[seed, next(counter)]).view()
+            client = request.client.host if request.client else ""
+            return table.new(board, seats, seed=[seed, next(counter)], client=client).view()
 
         return JSONResponse(await in_worker(request, build), status_code=201)
 
@@ -362,7 +436,8 @@ def create_app(checkpoints: str | Path | None = None, max_games: int = 64, max_i
         Route("/api/games/{game_id}/record", record),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
-    app.add_middleware(TimingLog)
+    app.add_middleware(SameOrigin, names=served_names(host))
+    app.add_middleware(TimingLog)  # the outermost: the refused requests are logged too
     app.state.table = table
     app.state.shelf = shelf
     app.state.searches = searches

@@ -4,7 +4,8 @@ what the page is shown of them (``WebGame.view``).
 A seat is ``human``, a player spec of ``ttt.specs`` (``random``, ``benchmark``, ``alphabeta:2``,
 ``mcts:200``, ``perfect``, ``openspiel_mcts:200``), or ``checkpoint:NAME`` with NAME one of the server's
 checkpoint folder (``CheckpointShelf``): no text from a client is ever used as a path.
-``GameTable`` keeps the games under a cap on their count and on how long they may sit unused.
+``GameTable`` keeps the games under a cap on their count, in all and per client, and on how long they
+may sit unused; a dropped game, asked for, says why it is gone.
 
 Errors a client can fix are ``RequestError`` (an HTTP status and one line); an agent that raises, or
 answers an illegal move, is an ``AgentError`` (one line; the server goes on).
@@ -39,6 +40,7 @@ MARK = {FIRST: "X", SECOND: "O"}
 HUMAN = "human"
 CHECKPOINT_PREFIX = "checkpoint:"
 MAX_SEAT_TEXT = 100  # characters of a seat's spec
+LOSS = -1.0  # a move's value when it loses
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a checkpoint's name as listed
 
 
@@ -217,9 +219,10 @@ class WebGame:
 
     def hint(self) -> dict[str, Any]:
         """The values of the legal moves for the player to move, from the agent to move, else the other
-        seat's agent: ``{"source", "for", "values": [{"cell", "value", "rules"}] or None, "reason"}``."""
+        seat's agent: ``{"source", "for", "values": [{"cell", "value", "rules"}] or None, "best", "reason"}``;
+        ``best`` is the cell of the highest value, None when there are no values or every move loses (-1)."""
         state = self.state
-        out: dict[str, Any] = {"source": None, "for": None, "values": None, "reason": None}
+        out: dict[str, Any] = {"source": None, "for": None, "values": None, "best": None, "reason": None}
         if state.is_terminal():
             out["reason"] = "the game is over"
             return out
@@ -245,6 +248,8 @@ class WebGame:
             return out
         out["values"] = [{"cell": int(a), "value": float(v), "rules": a in hint.by_rules}
                          for a, v in sorted(hint.values.items())]
+        best = max(out["values"], key=lambda v: v["value"])
+        out["best"] = None if best["value"] <= LOSS + 1e-9 else best["cell"]  # a lost position has no best move
         return out
 
     def moves(self) -> list[dict[str, Any]]:
@@ -294,41 +299,72 @@ class WebGame:
 
 
 class GameTable:
-    """The games of a server by id, at most ``max_games``, each dropped after ``max_idle_s`` unused
-    seconds; a new game beyond the cap drops the one unused longest."""
+    """The games of a server by id, at most ``max_games``, at most ``max_per_client`` of one client (its
+    address), each dropped after ``max_idle_s`` unused seconds. A client's new game beyond its own cap drops
+    its own game unused longest; beyond the server's cap, that of the client with the most games, so no
+    client pushes out another's games by starting many. A dropped game's id is remembered (the latest
+    ``REMEMBERED`` of them), so asking for it says why it is gone."""
 
-    def __init__(self, max_games: int, max_idle_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    REMEMBERED = 4096
+
+    def __init__(self, max_games: int, max_idle_s: float, max_per_client: int | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_games, self.max_idle_s, self.clock = max_games, max_idle_s, clock
+        self.max_per_client = max_games if max_per_client is None else max_per_client  # None: no cap of its own
         self._games: dict[str, WebGame] = {}
+        self._clients: dict[str, str] = {}  # game id -> the client that started it
+        self._gone: dict[str, str] = {}  # a dropped game's id -> why (oldest first)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._games)
 
+    def _drop(self, game_id: str, why: str) -> None:
+        del self._games[game_id]
+        self._clients.pop(game_id, None)
+        self._gone[game_id] = why
+        while len(self._gone) > self.REMEMBERED:
+            del self._gone[next(iter(self._gone))]
+
     def _expire(self) -> None:
         now = self.clock()
         for gid in [gid for gid, g in self._games.items() if now - g.used > self.max_idle_s]:
-            del self._games[gid]
+            self._drop(gid, f"it was unused longer than this server's max_idle_minutes={self.max_idle_s / 60:g}")
 
-    def new(self, board: str, seats: dict[int, tuple[str, Player | None]], seed: Any) -> WebGame:
-        """A new game in the table (dropping expired games, then the one unused longest when full)."""
+    def _oldest(self, client: str) -> str:
+        return min((gid for gid, c in self._clients.items() if c == client), key=lambda gid: self._games[gid].used)
+
+    def new(self, board: str, seats: dict[int, tuple[str, Player | None]], seed: Any, client: str = "") -> WebGame:
+        """A new game of ``client`` in the table (dropping expired games, then, when a cap is reached, the
+        game unused longest of the client with the most games or of ``client``)."""
         with self._lock:
             self._expire()
             while len(self._games) >= self.max_games:
-                oldest = min(self._games.values(), key=lambda g: g.used)
-                del self._games[oldest.id]
+                counts: dict[str, int] = {}
+                for c in self._clients.values():
+                    counts[c] = counts.get(c, 0) + 1
+                heaviest = max(counts, key=lambda c: (counts[c], c == client))
+                self._drop(self._oldest(heaviest), f"the server was full ({self.max_games} games, max_games) and "
+                                                   "its client had the most")
+            while sum(c == client for c in self._clients.values()) >= self.max_per_client:
+                self._drop(self._oldest(client), f"its client started {self.max_per_client} newer games, this "
+                                                  f"server's cap per client (max_games_per_client)")
             game = WebGame(secrets.token_hex(8), make_game(board), seats, seed)
             game.used = self.clock()
             self._games[game.id] = game
+            self._clients[game.id] = client
         return game
 
     def get(self, game_id: str) -> WebGame:
-        """The game ``game_id``, marked as used now; a 404 RequestError when there is none (or it expired)."""
+        """The game ``game_id``, marked as used now; a 404 RequestError when there is none, saying why when it
+        was dropped."""
         with self._lock:
             self._expire()
             game = self._games.get(game_id)
             if game is None:
-                raise RequestError("no such game (games are dropped when unused for long): start a new one", 404)
+                why = self._gone.get(game_id)
+                raise RequestError(f"this game was dropped: {why}; start a new one" if why else
+                                   "no such game: start a new one", 404)
             game.used = self.clock()
         return game
 
@@ -337,3 +373,4 @@ class GameTable:
         with self._lock:
             if self._games.pop(game_id, None) is None:
                 raise RequestError("no such game", 404)
+            self._clients.pop(game_id, None)

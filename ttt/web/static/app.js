@@ -9,21 +9,37 @@ let hovered = null;     // the cell under the pointer (or focused), whose lines 
 let hintOn = false;
 let autoPlay = false;
 let busy = false;       // one request at a time: the board waits for the agent's reply
+let thinking = false;   // the agent to move is choosing its move (a step request is out)
+let queued = null;      // a cell clicked while the agent moved: played when it is a person's turn again
+const MAX_RETRIES = 30; // answers 503 (the server busy) waited out and asked again, each after its Retry-After
 
 // one colour per line through a cell (a corner of Qubic has 7 lines, the centre of 3x3x3 13)
 const LINE_COLOURS = ["#e6194b", "#4363d8", "#f58231", "#911eb4", "#0aa5b5", "#f032e6", "#9a6324",
   "#6b8e23", "#000075", "#808080", "#e6a800", "#800000", "#469990"];
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// One request to the server; a 503 (busy: too many agents searching) is asked again after the seconds its
+// Retry-After names, up to MAX_RETRIES times, the wait shown under the header.
 async function api(method, path, body) {
   const init = { method, headers: {} };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(path, init);
-  const data = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
-  if (!response.ok) throw new Error(data.error || `${response.status}`);
-  return data;
+  for (let retry = 1; ; retry++) {
+    const response = await fetch(path, init);
+    const data = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
+    if (response.status === 503 && retry <= MAX_RETRIES) {
+      const seconds = Math.min(10, Math.max(0.2, Number(response.headers.get("Retry-After")) || 1));
+      showError(`${data.error || "the server is busy"}: asking again in ${seconds} s (${retry} of ${MAX_RETRIES})`);
+      await sleep(1000 * seconds);
+      continue;
+    }
+    if (retry > 1) showError("");
+    if (!response.ok) throw new Error(data.error || `${response.status}`);
+    return data;
+  }
 }
 
 function showError(message) { $("error").textContent = message || ""; }
@@ -34,6 +50,7 @@ const someoneHuman = () => game && (game.seats.X.human || game.seats.O.human);
 async function act(method, path, body) {
   if (busy) return;
   busy = true;
+  setThinking(path.endsWith("/step"));
   showError("");
   try {
     game = await api(method, path, body);
@@ -42,17 +59,35 @@ async function act(method, path, body) {
     showError(e.message);  // and no automatic step after a failure: the person decides what next
     autoPlay = false;
     busy = false;
+    queued = null;
+    setThinking(false);
     updateButtons();
     return;
   }
   busy = false;
+  setThinking(false);
   await afterUpdate();
 }
 
+// While the agent to move chooses, the status says so and the board is marked busy (a click is queued).
+function setThinking(on) {
+  thinking = on;
+  $("board-area").classList.toggle("thinking", on);
+  $("board-area").setAttribute("aria-busy", String(on));
+  if (game) showStatus();
+}
+
 // A person against an agent: the agent replies at once. Agents against each other: only when asked.
+// A cell clicked while the agent moved is played once it is a person's turn again.
 async function afterUpdate() {
   updateButtons();
   const replying = agentToMove() && (someoneHuman() || autoPlay);
+  if (queued !== null && !replying) {
+    const c = queued;
+    queued = null;
+    if (!game.over && !agentToMove()) { clickCell(c); return; }
+    showStatus();
+  }
   if (hintOn && !replying) await showHint();  // an agent about to reply at once: the hint comes after it
   if (replying) {
     setTimeout(() => act("POST", `/api/games/${game.id}/step`), someoneHuman() ? 50 : 400);
@@ -74,6 +109,11 @@ const label = (c) => coords(c).join(",");
 // turn, the game over). With gravity a click anywhere in a column drops the piece in it.
 function clickCell(c) {
   if (!game) return;
+  if ((busy || agentToMove()) && someoneHuman() && !game.over) {  // the agent is moving: after its reply
+    queued = c;
+    showStatus();
+    return;
+  }
   const move = game.board.gravity ? coords(c).slice(1).join(",") : c;
   act("POST", `/api/games/${game.id}/move`, { move });
 }
@@ -111,19 +151,21 @@ function hoveredLines() {
 }
 
 function drawHover() {
-  for (const el of document.querySelectorAll(".hl, .drop")) {
-    el.classList.remove("hl", "drop");
+  for (const el of document.querySelectorAll(".hl, .drop, .hovered")) {
+    el.classList.remove("hl", "drop", "hovered");
     el.style.removeProperty("--hl");
   }
   const lines = hoveredLines();
   lines.forEach((line, i) => {
     for (const d of line) {
+      if (d === hovered) continue;  // the cell itself is shaded, unlike the last move's heavy border
       for (const el of cellEls(d)) {
         el.classList.add("hl");
-        if (d !== hovered) el.style.setProperty("--hl", LINE_COLOURS[i % LINE_COLOURS.length]);
+        el.style.setProperty("--hl", LINE_COLOURS[i % LINE_COLOURS.length]);
       }
     }
   });
+  if (hovered !== null) for (const el of cellEls(hovered)) el.classList.add("hovered");
   if (hovered !== null && game.board.gravity) {  // where a click in this column lands
     const column = coords(hovered).slice(1);
     const drop = game.legal.find((c) => coords(c).slice(1).join() === column.join());
@@ -193,7 +235,7 @@ function buildBoard() {
 // so no layer covers another at any angle. The lines are drawn through the stack.
 const view = { spin: -30, tilt: 30 };
 const TILT = [20, 40];  // degrees above the horizon: flatter cells get thin, steeper ones need a tall stack
-let scene = null;       // {svg, cells: [{g, poly, mark, text}], plates, labels, lines, size}
+let scene = null;       // {svg, cells: [{g, poly, heat, mark, text, val}], plates, labels, lines, size}
 
 function svgEl(name, attrs = {}, parent = null) {
   const el = document.createElementNS(scene.ns, name);
@@ -219,13 +261,15 @@ function buildScene() {
   for (let c = 0; c < game.board.cells; c++) {
     const g = svgEl("g", { class: "cell3d", tabindex: "0", role: "button" }, layersG);
     const poly = svgEl("polygon", {}, g);
+    const heat = svgEl("polygon", { class: "heat" }, g);  // the hint's colour, inside a white edge
     const mark = svgEl("text", { class: "mark", "text-anchor": "middle", "dominant-baseline": "central" }, g);
     const text = svgEl("text", { class: "num", "text-anchor": "middle", "dominant-baseline": "central" }, g);
+    const val = svgEl("text", { class: "val", "text-anchor": "middle", "dominant-baseline": "central" }, g);
     wireCell(g, c);
     g.addEventListener("keydown", (e) => {
       if (e.key === "Enter" || e.key === " ") { clickCell(c); e.preventDefault(); }
     });
-    scene.cells.push({ g, poly, mark, text });
+    scene.cells.push({ g, poly, heat, mark, text, val });
   }
   scene.lines = svgEl("g", { class: "lines3d" }, svg);
   turning(svg);
@@ -246,20 +290,22 @@ function projector() {
     const u = x * Math.cos(a) - y * Math.sin(a), v = x * Math.sin(a) + y * Math.cos(a);
     return [cx + u * s, cy - z * gap + v * s * Math.sin(e)];
   };
-  return { project, width, height };
+  return { project, width, height, room: (s - 6) * Math.sin(e) };  // room: a cell's height through its centre
 }
 
 function drawScene() {
   if (!scene || !scene.svg.isConnected) return;
   const { n } = game.board;
-  const { project, width, height } = projector();
+  const { project, width, height, room } = projector();
   const mid = (n - 1) / 2;
   const pts = (corners) => corners.map((p) => p.map((v) => v.toFixed(1)).join(",")).join(" ");
   const square = (x, y, z, h) => [[x - h, y - h], [x + h, y - h], [x + h, y + h], [x - h, y + h]]
     .map(([px, py]) => project(px, py, z));
-  // the whole stack in the window: a short window draws it smaller (down to 60%)
+  // the whole stack in the window: a short window draws it smaller (down to 60%), a narrow one as narrow as it is
   const top = $("board-area").getBoundingClientRect().top + window.scrollY;
-  const fit = Math.max(0.6, Math.min(1, (window.innerHeight - top - 12) / height));
+  const main = $("board-area").parentElement, style = getComputedStyle(main);
+  const across = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const fit = Math.min(across / width, Math.max(0.6, Math.min(1, (window.innerHeight - top - 12) / height)));
   scene.svg.setAttribute("width", Math.ceil(width * fit));
   scene.svg.setAttribute("height", Math.ceil(height * fit));
   scene.svg.setAttribute("viewBox", `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`);
@@ -274,11 +320,36 @@ function drawScene() {
     scene.labels[z].setAttribute("y", y.toFixed(1));
   }
   const h = 0.5 - 3 / scene.size;  // a cell's half side, less a gap
-  scene.cells.forEach(({ poly, mark, text }, c) => {
+  // The texts stand upright in a cell as flat as the tilt makes it: sized to its height through the centre
+  // (`room`) and to its side. With a hint, the number and the value: two lines where they fit larger than
+  // on one, else side by side (a value takes about 3.7 em, a number 1.3 em).
+  const side = 2 * h * scene.size;
+  const markSize = Math.min(17, 0.75 * room);
+  const oneLine = Math.min(9, 0.75 * room, (0.95 * side - 2) / 5);
+  const twoLines = Math.min(10, room / 2.4, 0.95 * side / 3.7);
+  const font = Math.max(oneLine, twoLines), stacked = twoLines >= oneLine;
+  const place = (t, x, y, anchor, size) => {
+    t.setAttribute("x", x.toFixed(1));
+    t.setAttribute("y", y.toFixed(1));
+    t.setAttribute("text-anchor", anchor);
+    t.style.fontSize = `${size.toFixed(1)}px`;
+  };
+  scene.cells.forEach(({ poly, heat, mark, text, val }, c) => {
     const [z, row, col] = coords(c);
     poly.setAttribute("points", pts(square(col - mid, row - mid, z - mid, h)));
+    // the hint's colour leaves a white edge inside the outline, so a ring of any colour stands out on it
+    heat.setAttribute("points", pts(square(col - mid, row - mid, z - mid, h - 7 / scene.size)));
     const [x, y] = project(col - mid, row - mid, z - mid);
-    for (const t of [mark, text]) { t.setAttribute("x", x.toFixed(1)); t.setAttribute("y", y.toFixed(1)); }
+    place(mark, x, y, "middle", markSize);
+    if (!val.textContent) place(text, x, y, "middle", Math.min(10, 0.75 * room));
+    else if (stacked) {
+      place(text, x, y - 0.6 * font, "middle", font);  // a text's box is about 1.16 em high
+      place(val, x, y + 0.62 * font, "middle", font);
+    } else {
+      const left = x - (5 * font + 2) / 2;
+      place(text, left + 1.3 * font, y, "end", font);
+      place(val, left + 1.3 * font + 2, y, "start", font);
+    }
   });
   drawSceneLines();
 }
@@ -321,7 +392,10 @@ function turning(svg) {
     if (moved > 4) turn(dx / 2, dy / 4);
   });
   window.addEventListener("pointerup", () => {
-    if (from && moved > 4) justTurned = true;  // the click that follows this pointerup is the drag's end
+    if (from && moved > 4) {  // the click that follows this pointerup, in the same event, is the drag's end
+      justTurned = true;
+      setTimeout(() => { justTurned = false; });  // and no later click, on either view, nor Enter or Space
+    }
     from = null;
   });
 }
@@ -368,20 +442,16 @@ function render() {
     el.className = "cell" + classes;
     el.setAttribute("aria-label", name);
     if (scene && scene.svg.isConnected) {
-      const { g, poly, mark: m, text } = scene.cells[c];
+      const { g, heat, mark: m, text, val } = scene.cells[c];
       g.setAttribute("class", "cell3d" + classes);
       g.setAttribute("aria-label", name);
       m.textContent = mark;
       text.textContent = mark ? "" : c;
-      text.setAttribute("class", "num");
-      poly.style.fill = "";
+      val.textContent = "";
+      heat.style.fill = "";
     }
   }
-  const status = $("status");
-  status.className = game.over ? "over" : "";
-  status.textContent = game.over
-    ? game.result + (game.win_line ? ` along ${game.win_line.join(", ")}` : "")
-    : `${game.to_play} to move (${game.seats[game.to_play].label})`;
+  showStatus();
   $("moves").innerHTML = "";
   for (const m of game.moves) {
     const li = document.createElement("li");
@@ -401,7 +471,21 @@ function render() {
   $("download").href = `/api/games/${game.id}/record`;
   $("hint-info").textContent = "";
   drawHover();
+  drawScene();
   updateButtons();
+}
+
+// whose move, the result, or that the agent is thinking (with the cell clicked meanwhile, to be played next)
+function showStatus() {
+  const status = $("status");
+  status.className = game.over ? "over" : thinking ? "thinking" : "";
+  status.textContent = game.over
+    ? game.result + (game.win_line ? ` along ${game.win_line.join(", ")}` : "")
+    : `${game.to_play} to move (${game.seats[game.to_play].label})` + (thinking ? ": thinking…" : "");
+  if (queued !== null && !game.over) {
+    status.append(Object.assign(document.createElement("span"), {
+      className: "queued", textContent: ` Your move ${queued} (${label(queued)}) follows.` }));
+  }
 }
 
 function updateButtons() {
@@ -442,23 +526,25 @@ async function showHint() {
   for (const { cell, value, rules } of hint.values) {
     const el = cellEl(cell);
     el.style.background = heat(value);
+    el.classList.add("hinted");
     const val = el.querySelector(".val");
     val.textContent = signed(value);
     val.className = rules ? "val rule" : "val";
     if (scene && scene.svg.isConnected) {
-      const { poly, text } = scene.cells[cell];
-      poly.style.fill = heat(value);
+      const { g, heat: shade, val: text } = scene.cells[cell];
+      g.classList.add("hinted");
+      shade.style.fill = heat(value);
       text.textContent = signed(value);
       text.setAttribute("class", rules ? "val rule" : "val");
     }
   }
-  const best = hint.values.find((h) => h.value === hi);
+  drawScene();  // the numbers and the values share the cells
   const info = $("hint-info");
   info.innerHTML = "";
   info.append(`Hint: ${hint.source}'s value of each move for ${hint.for}, coloured from -1 (a loss, red) through 0`
     + ` (yellow) to +1 (a win, green). Here from ${signed(lo)} to ${signed(hi)}: a spread of `);
   info.append(Object.assign(document.createElement("b"), { id: "hint-spread", textContent: (hi - lo).toFixed(3) }));
-  info.append(`; its best move ${best.cell} (${label(best.cell)}).`);
+  info.append(hint.best === null ? "; every move loses." : `; its best move ${hint.best} (${label(hint.best)}).`);
   const scale = document.createElement("div");
   scale.className = "scale";
   scale.title = "the values' range on the fixed scale from -1 to +1";
@@ -560,8 +646,7 @@ async function setup() {
     if (arrows[e.key] && $("board-area").classList.contains("three-d")) { turn(...arrows[e.key]); e.preventDefault(); }
     if (/^[0-9]$/.test(e.key) && !$("move-input").disabled) { $("move-input").focus(); }
   });
-  await newGame();
-  $("move-input").focus({ preventScroll: true });  // the page opens at its top, whatever the window's size
+  await newGame();  // the focus stays on the page, so the first key is a shortcut, not a character in a box
 }
 
 setup();
