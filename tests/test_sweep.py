@@ -108,17 +108,18 @@ def stop_and_check(proc: subprocess.Popen, children: list[int], seconds: float) 
 # two jobs train ~20 s after the start on 2 busy cores, and stop within seconds
 @pytest.mark.cli
 @pytest.mark.slow
-@pytest.mark.parametrize("to", ["command", "group"])
-def test_sigint_to_a_joblib_multirun_saves_each_job_and_skips_the_jobs_not_begun(tmp_path, to):
+@pytest.mark.parametrize("to, signum", [("command", signal.SIGINT), ("command", signal.SIGTERM),
+                                        ("group", signal.SIGINT)])
+def test_a_signal_to_a_joblib_multirun_saves_each_job_and_skips_the_jobs_not_begun(tmp_path, to, signum):
     sweep = tmp_path / "sweep"
     proc, children = training_sweep(sweep, "0,1,2")  # the third job waits for a worker
     if to == "command":
-        os.kill(proc.pid, signal.SIGINT)  # as `kill -INT PID`
+        os.kill(proc.pid, signum)  # as `kill -INT PID`
     else:
-        os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: its process group
+        os.killpg(proc.pid, signum)  # as Ctrl-C in a terminal: its process group
     err = stop_and_check(proc, children, 60)
     saved = sorted(p.parent.name.split("_")[0] for p in sweep.glob("*/checkpoint.pt"))
-    assert saved == ["0", "1"] and err.count("checkpoint saved: ") == 2, err[-2000:]
+    assert saved == ["0", "1"] and err.count(f"stopped by {signum.name} at episode ") == 2, err[-2000:]
     assert "the multirun was stopped before this job began; not started" in err
     assert sorted(p.name.split("_")[0] for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]  # nothing of job 2
     assert list(sweep.rglob("train.lock")) == []
