@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -368,3 +369,126 @@ def test_a_searching_checkpoint_plays_with_the_simulations_its_spec_gives(tmp_pa
         specs.load_agents([{"checkpoint": str(path), "simulations": 0}], None)
     with pytest.raises(ValueError, match="simulations is an option of a searching learner"):
         specs.load_agents([{"checkpoint": str(table_checkpoint), "simulations": 9}], None)
+
+
+# ------------------------------------------------------------------ stopped midway, refused before any game
+def interrupt_match(monkeypatch, call: int) -> None:
+    """Ctrl-C during the ``call``-th match (1-based) of the benchmark or round robin."""
+    real, calls = bm.play_match, []
+
+    def play(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bm, "play_match", play)
+
+
+def test_ctrl_c_keeps_the_finished_matches_marked_partial(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "res.json"
+    interrupt_match(monkeypatch, 2)
+    cfg = compose_benchmark("player=benchmark", "game=3x3", "opponents=[random,alphabeta:1,alphabeta:2]",
+                            "games=6", f"output={out}")
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(bm.benchmark, cfg)
+    assert exit_info.value.code == 130
+    captured = capsys.readouterr()
+    assert captured.err == "interrupted\n"
+    table = captured.out.splitlines()
+    assert [line.split()[0] for line in table[3:6]] == ["random"] * 3 and "alphabeta:1" not in captured.out
+    assert table[6] == "partial: interrupted after 1 of 3 matches; these are the finished ones"
+    written = json.loads(out.read_text())
+    assert written["partial"] is True and [r["opponent"] for r in written["results"]] == ["random"] * 3
+    assert written["results"][-1]["games"] == 6
+
+
+def test_ctrl_c_in_a_round_robin_keeps_its_finished_matches_without_ratings(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "rr.json"
+    interrupt_match(monkeypatch, 3)
+    cfg = compose_benchmark("game=3x3", "round_robin=[random,benchmark,alphabeta:1]", "games=4", f"output={out}")
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(bm.benchmark, cfg)
+    assert exit_info.value.code == 130
+    out_text = capsys.readouterr().out
+    assert "partial: interrupted after 2 of 3 matches; these are the finished ones (no Elo fit)" in out_text
+    written = json.loads(out.read_text())
+    assert written["partial"] is True and written["ratings"] is None
+    assert [(r["player"], r["opponent"]) for r in written["results"]] == [("random", "benchmark"),
+                                                                          ("random", "alphabeta:1")]
+
+
+def test_ctrl_c_in_the_first_match_writes_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "res.json"
+    out.write_text("earlier")
+    interrupt_match(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        bm.benchmark(compose_benchmark("player=random", "game=3x3", "games=2", f"output={out}"))
+    assert out.read_text() == "earlier"
+
+
+def test_a_finished_benchmark_is_not_partial():
+    assert bm.benchmark(compose_benchmark("player=random", "game=3x3", "games=2"))["partial"] is False
+
+
+@pytest.mark.parametrize("prior", ["-1", "nan", "inf"])
+def test_elo_priors_are_checked_before_any_game(prior, monkeypatch, capsys):
+    monkeypatch.setattr(bm, "play_match", lambda *a, **k: pytest.fail("a game was played"))
+    cfg = compose_benchmark("game=3x3", "round_robin=[random,benchmark]", "games=2", f"elo_prior_draws={prior}")
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(bm.benchmark, cfg)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (f"error: elo_prior_draws must be a finite number >= 0 (0: the plain "
+                                       f"maximum-likelihood fit), got {float(prior)}\n")
+    with pytest.raises(ValueError, match="prior_draws must be a finite number >= 0"):
+        fit_elo(["a", "b"], [PairResult(0, 1, 1, 0, 1)], prior_draws=float(prior))
+
+
+def test_more_games_than_the_memory_holds_are_refused_before_any_game(monkeypatch, capsys):
+    monkeypatch.setattr(bm, "play_match", lambda *a, **k: pytest.fail("a game was played"))
+    for mode in ("player=random", "round_robin=[random,benchmark]"):
+        with pytest.raises(SystemExit) as exit_info:
+            run_cli(bm.benchmark, compose_benchmark("game=3x3", mode, "games=100000000000000"))
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: games=100000000000000: 3x3 games side by side need about ") and \
+            err.endswith(" GiB this machine has available; choose fewer games\n") and err.count("\n") == 1
+
+
+def test_a_network_player_needs_its_afterstates_memory_too(tmp_path, monkeypatch):
+    from ttt.agents.dqn.player import DQNPlayer
+    from ttt.config import GAME_BYTES_PER_CELL, afterstate_bytes
+    from ttt.nets.structured import build_value_net
+
+    game = make_game("3x3")
+    network = {"kind": "mlp", "hidden": [64]}
+    path = tmp_path / "dqn" / "checkpoint.pt"
+    path.parent.mkdir()
+    DQNPlayer(game, build_value_net(network, game), network).save(path)
+    assert afterstate_bytes(game, network) == 9 * (9 + 64 + 1) * 4  # every cell's afterstate through every unit
+    # 1,000 games a seat: 144 KB for the boards; 2.7 MB more with the network's afterstates
+    assert 1000 * GAME_BYTES_PER_CELL * 9 < 2**20 < 1000 * afterstate_bytes(game, network)
+    monkeypatch.setattr("ttt.config.available_bytes", lambda device="cpu": 2**20)
+    assert bm.benchmark(compose_benchmark("player=random", "game=3x3", "games=2000"))["results"][-1]["games"] == 2000
+    with pytest.raises(ValueError, match="games=2000: 3x3 games side by side need about 0.0 GiB, more than the 0.0"):
+        bm.benchmark(compose_benchmark(f"checkpoint={path}", "games=2000"))
+
+
+# one interpreter start (~3 s) and two short matches
+@pytest.mark.cli
+def test_cli_ctrl_c_in_a_round_robin_writes_the_finished_matches_and_exits_130(tmp_path):
+    out = tmp_path / "rr.json"
+    proc = subprocess.Popen([sys.executable, "-m", "ttt.benchmark", "game=3x3", "games=2", f"output={out}",
+                             "round_robin=[random,benchmark,'mcts:simulations=100000000']"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not any(line.startswith("  random vs benchmark: ") for line in lines):
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        lines.append(line)
+    proc.send_signal(signal.SIGINT)  # during random against mcts, which searches for hours
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    assert rest.startswith("partial: interrupted after 1 of 3 matches")
+    written = json.loads(out.read_text())
+    assert written["partial"] is True and len(written["results"]) == 1 and written["results"][0]["games"] == 2

@@ -526,28 +526,6 @@ def _catches_sigterm(pid: int) -> bool:
     return bool(caught & (1 << (signal.SIGTERM - 1)))
 
 
-# one multirun of two joblib jobs, stopped by Ctrl-C once both train: ~15 s idle, more on a busy machine
-@pytest.mark.slow
-def test_case_9_ctrl_c_on_a_joblib_multirun_saves_both_jobs_and_exits_130(tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    sweep = tmp_path / "sweep"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ttt.train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-         "+experiment=dqn_33", "seed=0,1", "episodes=1000000", "eval_every=0", "num_envs=4", "progress=false",
-         "log_every=100", f"hydra.sweep.dir={sweep}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        logs = list(sweep.glob("*/train.log"))
-        if len(logs) == 2 and all("episodes/s" in p.read_text() for p in logs):
-            break
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the parent and both jobs
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
-    assert len(list(sweep.glob("*/checkpoint.pt"))) == 2 and err.count("checkpoint saved: ") == 2
-
-
 # ------------------------------------------------------------------------------------------ the rest
 def test_a_float_action_in_the_gymnasium_env_is_refused():
     pytest.importorskip("gymnasium")

@@ -22,7 +22,8 @@ LAYERS = (
     ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality",
                     "ttt.value_games")),
     ("agents", ("ttt.agents",)),
-    ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.training", "ttt.envs", "ttt.human", "ttt.web")),
+    ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.multirun", "ttt.training", "ttt.envs", "ttt.human",
+                 "ttt.web")),
     ("entry points", ENTRY_POINTS),
 )
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}

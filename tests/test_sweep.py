@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,103 @@ def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path, experi
 
     main([str(sweep), "tags=[eval/random/score,eval/benchmark/score]", f"output={tmp_path / 'f.png'}"])
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------ a multirun stopped by a signal sent to the command
+def training_sweep(sweep: Path, seeds: str) -> tuple[subprocess.Popen, list[int]]:
+    """A joblib multirun of 3x3 dqn jobs with a million episodes each, once two of them train; and the
+    pids of the command's children then (the workers and the launcher's resource trackers)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ttt.train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+         "+experiment=dqn_33", f"seed={seeds}", "episodes=1000000", "eval_every=0", "num_envs=4", "progress=false",
+         "log_every=100", f"hydra.sweep.dir={sweep}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        start_new_session=True)  # a process group of its own, as a command started in a terminal
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        logs = list(sweep.glob("*/train.log"))
+        if len(logs) == 2 and all("episodes/s" in p.read_text() for p in logs):
+            break
+        time.sleep(0.2)
+    children = [int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+    return proc, children
+
+
+def stop_and_check(proc: subprocess.Popen, children: list[int], seconds: float) -> str:
+    """Wait for the command (at most ``seconds``): exit status 130 and no traceback; no child of it left.
+    Returns its stderr."""
+    try:
+        _, err = proc.communicate(timeout=seconds)
+        deadline = time.time() + 15  # the resource trackers end when they see the command gone
+        while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
+            time.sleep(0.1)
+        assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []
+    finally:
+        for pid in [proc.pid, *children]:  # whatever is left of a failed test
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    return err
+
+
+# two jobs train ~20 s after the start on 2 busy cores, and stop within seconds
+@pytest.mark.cli
+@pytest.mark.slow
+@pytest.mark.parametrize("to, signum", [("command", signal.SIGINT), ("command", signal.SIGTERM),
+                                        ("group", signal.SIGINT)])
+def test_a_signal_to_a_joblib_multirun_saves_each_job_and_skips_the_jobs_not_begun(tmp_path, to, signum):
+    sweep = tmp_path / "sweep"
+    proc, children = training_sweep(sweep, "0,1,2")  # the third job waits for a worker
+    if to == "command":
+        os.kill(proc.pid, signum)  # as `kill -INT PID`
+    else:
+        os.killpg(proc.pid, signum)  # as Ctrl-C in a terminal: its process group
+    err = stop_and_check(proc, children, 60)
+    saved = sorted(p.parent.name.split("_")[0] for p in sweep.glob("*/checkpoint.pt"))
+    assert saved == ["0", "1"] and err.count(f"stopped by {signum.name} at episode ") == 2, err[-2000:]
+    assert "the multirun was stopped before this job began; not started" in err
+    assert sorted(p.name.split("_")[0] for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]  # nothing of job 2
+    assert list(sweep.rglob("train.lock")) == []
+
+
+# as above, ~25 s
+@pytest.mark.cli
+@pytest.mark.slow
+def test_a_second_sigint_stops_the_jobs_at_once_and_leaves_no_worker(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc, children = training_sweep(sweep, "0,1")
+    proc.send_signal(signal.SIGINT)
+    for line in proc.stderr:  # the first one handled: two signals at once would be one
+        if "waiting for the jobs to save" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    err = stop_and_check(proc, children, 40)
+    assert "SIGINT again; stopping the jobs at once" in err
+    assert list(sweep.rglob("train.lock")) == []  # each job gave its lock back before its worker ended
+
+
+def test_a_job_stopped_by_a_signal_returns_and_the_next_jobs_of_its_worker_are_skipped(monkeypatch, capsys):
+    from ttt import multirun
+    from ttt.cli import Interrupted
+
+    monkeypatch.setattr(multirun, "is_job", lambda: True)  # as in a worker of a joblib multirun
+    monkeypatch.setattr(multirun, "join_jobs", lambda: None)
+    monkeypatch.setattr(multirun, "_skip", False)
+
+    def saved_and_stopped():
+        raise Interrupted()
+
+    assert multirun.run_job(saved_and_stopped) is None  # no SystemExit: joblib would kill the jobs still saving
+    ran = []
+    assert multirun.run_job(ran.append, 1) is None and ran == []
+    assert capsys.readouterr().err == "ttt.train: the multirun was stopped before this job began; not started\n"
+    monkeypatch.setattr(multirun, "_skip", False)
+    with pytest.raises(SystemExit) as exit_info:  # any other ending is the job's own, as before
+        multirun.run_job(lambda: int("x"))
+    assert exit_info.value.code == 2
 
 
 def test_slurm_launcher_config_sets_partition_gpus_cpus_and_time():

@@ -9,15 +9,16 @@ Players are named by a *spec* (``ttt.specs``), the same in every key (``checkpoi
 ``'mcts:simulations=200:c=1.4'``, ``{name:mcts,simulations:200}``, or a checkpoint path.
 
 ``benchmark(cfg)`` is the plain function (tests call it); ``main`` is the Hydra wrapper that turns
-the expected errors (bad checkpoint, unknown player, board mismatch, bad option) into one line on
-stderr and exit status 2.
+the expected errors (bad checkpoint, unknown player, board mismatch, bad option, more games than the
+memory holds) into one line on stderr and exit status 2. Ctrl-C or SIGTERM keeps the matches already
+over: they are printed and written (``output``) marked partial, then the exit status is 130.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -25,10 +26,11 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from ttt.cli import check_writable_file, run_cli, write_json
-from ttt.config import GameConfig, check_seed_and_threads
-from ttt.elo import PairResult, fit_elo
+from ttt.cli import Interrupted, check_writable_file, run_cli, write_json
+from ttt.config import GameConfig, check_fits, check_seed_and_threads, match_bytes
+from ttt.elo import PairResult, check_prior_draws, fit_elo
 from ttt.evaluate import play_match
+from ttt.players import Player
 from ttt.specs import agent_spec, board_name, distinct_labels, load_agents
 
 PROGRESS_SECONDS = 10.0  # a match still running reports its progress on stderr this often
@@ -87,17 +89,32 @@ def match_progress(label: str) -> Callable[[int, int], None]:
     return report
 
 
+def check_games_fit(game, players: list[Player], games: int) -> None:
+    """Refuse (ConfigError, one line) ``games`` games per match that would not fit in this machine's
+    memory side by side (``ttt.config.match_bytes``), before any game."""
+    networks = [p.network for p in players if isinstance(getattr(p, "network", None), Mapping)]
+    check_fits(match_bytes(game, networks, games), f"games={games}: {game.name} games side by side", "games")
+
+
+def partial_note(finished: int, planned: int) -> str:
+    """The line that marks the results of an interrupted benchmark or round robin."""
+    return f"partial: interrupted after {finished} of {planned} matches; these are the finished ones"
+
+
 def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
     """Run the benchmark (or round robin) the config describes; print the table; return the results.
 
     ``output=PATH`` is checked for writability before any game; if writing it still fails at the
-    end, the results go to a fallback file and ``ttt.cli.OutputError`` names it."""
+    end, the results go to a fallback file and ``ttt.cli.OutputError`` names it. Ctrl-C (or SIGTERM,
+    under ``run_cli``) after a match is over: the finished matches are printed and written with
+    ``"partial": true``, then ``ttt.cli.Interrupted`` is raised."""
     import torch
 
     out = out or sys.stdout
     if int(cfg.games) < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
     check_seed_and_threads(cfg)
+    check_prior_draws(cfg.elo_prior_draws, "elo_prior_draws")
     if cfg.output:
         check_writable_file(cfg.output, "output")
     torch.set_num_threads(int(cfg.threads))
@@ -111,6 +128,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         specs = [agent_spec(cfg), *cfg.opponents]
         game, players = load_agents(specs, board_name(cfg))
         (agent_label, agent), opponents = players[0], players[1:]
+        check_games_fit(game, [p for _, p in players], int(cfg.games))
         if cfg.exploit:  # before the matches, so a board, option or agent it cannot take fails at once
             from ttt.exploitability import check_ties, exploitability, policy_exploitability, report
 
@@ -123,14 +141,23 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         rows = []
         games = f"{int(cfg.games)} games per opponent, half in each seat" if opponents else "no opponents"
         print(f"{agent_label} on {game.name}: {games} (seed {int(cfg.seed)})", file=out, flush=True)
-        for k, (label, opponent) in enumerate(opponents):
-            r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=agent_label, opponent_name=label, progress=match_progress(f"vs {label}"))
-            rows += r.rows(label)
+        finished = 0
+        try:
+            for k, (label, opponent) in enumerate(opponents):
+                r = play_match(game, agent, opponent, int(cfg.games), seed=int(cfg.seed) + k,
+                               agent_name=agent_label, opponent_name=label, progress=match_progress(f"vs {label}"))
+                rows += r.rows(label)
+                finished += 1
+        except KeyboardInterrupt:
+            if not finished:
+                raise
+        partial = finished < len(opponents)
         if rows:
             print(format_table(rows), file=out, flush=True)
+        if partial:
+            print(partial_note(finished, len(opponents)), file=out, flush=True)
         result = {"mode": "benchmark", "agent": agent_label, "game": game.name, "games": int(cfg.games),
-                  "seed": int(cfg.seed), "results": rows}
+                  "seed": int(cfg.seed), "partial": partial, "results": rows}
         if cfg.exploit:
             print(nash.text(), file=out, flush=True)
             print(f"per seat: no verdict ({no_verdict})" if seats is None else report(seats), file=out, flush=True)
@@ -139,33 +166,47 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
             result["exploit_seats"] = None if seats is None else [s.as_dict() for s in seats]
     if cfg.output:
         path = write_json(cfg.output, result, "results")
-        print(f"wrote {path}", file=out)
+        print(f"wrote {path}", file=out, flush=True)
+    if result["partial"]:
+        print("interrupted", file=sys.stderr)
+        raise Interrupted()
     return result
 
 
 def round_robin(cfg: DictConfig, out: TextIO) -> dict:
-    """Every pair of ``cfg.round_robin`` plays ``cfg.games`` games; Elo ratings from all of them."""
+    """Every pair of ``cfg.round_robin`` plays ``cfg.games`` games; Elo ratings from all of them.
+    Interrupted after a match is over: the finished matches, ``"partial": true``, no ratings."""
     specs = list(cfg.round_robin)
     if len(specs) < 2:
         raise ValueError("round_robin needs at least two players")
     game, players = load_agents(specs, board_name(cfg))
     names = distinct_labels(players, "round_robin")
     anchor = cfg.elo_anchor if cfg.elo_anchor in names else None
+    check_games_fit(game, [p for _, p in players], int(cfg.games))
     print(f"round robin on {game.name}: {len(names)} players, {int(cfg.games)} games per pair, "
           f"half in each seat (seed {int(cfg.seed)})", file=out, flush=True)
     pairs, matches = [], []
+    planned = len(names) * (len(names) - 1) // 2
+    about = {"mode": "round_robin", "game": game.name, "games": int(cfg.games), "seed": int(cfg.seed),
+             "anchor": anchor, "prior_draws": float(cfg.elo_prior_draws), "players": names}
     k = 0
-    for a in range(len(players)):
-        for b in range(a + 1, len(players)):
-            r = play_match(game, players[a][1], players[b][1], int(cfg.games), seed=int(cfg.seed) + k,
-                           agent_name=names[a], opponent_name=names[b],
-                           progress=match_progress(f"{names[a]} vs {names[b]}"))
-            k += 1
-            both = r.both
-            pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
-            matches.append(dict(player=names[a], **r.rows(names[b])[-1]))
-            print(f"  {names[a]} vs {names[b]}: {both.wins} / {both.draws} / {both.losses} "
-                  f"(score {both.score:.3f})", file=out, flush=True)
+    try:
+        for a in range(len(players)):
+            for b in range(a + 1, len(players)):
+                r = play_match(game, players[a][1], players[b][1], int(cfg.games), seed=int(cfg.seed) + k,
+                               agent_name=names[a], opponent_name=names[b],
+                               progress=match_progress(f"{names[a]} vs {names[b]}"))
+                k += 1
+                both = r.both
+                pairs.append(PairResult(a, b, both.wins, both.draws, both.losses))
+                matches.append(dict(player=names[a], **r.rows(names[b])[-1]))
+                print(f"  {names[a]} vs {names[b]}: {both.wins} / {both.draws} / {both.losses} "
+                      f"(score {both.score:.3f})", file=out, flush=True)
+    except KeyboardInterrupt:
+        if not matches:
+            raise
+        print(partial_note(len(matches), planned) + " (no Elo fit)", file=out, flush=True)
+        return {**about, "partial": True, "ratings": None, "results": matches}
     ratings = sorted(fit_elo(names, pairs, anchor=anchor, prior_draws=float(cfg.elo_prior_draws)),
                      key=lambda x: -x.elo)
     anchor_text = f"{anchor} = 0" if anchor else "mean 0"
@@ -178,8 +219,7 @@ def round_robin(cfg: DictConfig, out: TextIO) -> dict:
         print(f"{i:>4}  {x.name:<20} {x.elo:>8.1f} {x.se:>7.1f}  [{lo:>7.1f}, {hi:>7.1f}] {x.games:>6} "
               f"{x.score:>6.3f}", file=out)
     out.flush()
-    return {"mode": "round_robin", "game": game.name, "games": int(cfg.games), "seed": int(cfg.seed),
-            "anchor": anchor, "prior_draws": float(cfg.elo_prior_draws), "players": names,
+    return {**about, "partial": False,
             "ratings": [dict(player=x.name, elo=x.elo, elo_se=x.se, elo_ci=list(x.ci), games=x.games,
                              score=x.score) for x in ratings],
             "results": matches}

@@ -57,6 +57,13 @@ def expected_score(elo_a: float, elo_b: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
 
 
+def check_prior_draws(prior_draws: float, name: str = "prior_draws") -> None:
+    """Raise ValueError (one line naming ``name``) unless ``prior_draws`` is a finite number >= 0."""
+    if not 0 <= prior_draws < math.inf:  # NaN fails too
+        raise ValueError(f"{name} must be a finite number >= 0 (0: the plain maximum-likelihood fit), "
+                         f"got {prior_draws}")
+
+
 def fit_elo(names: list[str], results: list[PairResult], anchor: str | None = None,
             prior_draws: float = 1.0, max_iter: int = 100, tol: float = 1e-10) -> list[Rating]:
     """Fit Elo ratings to ``results``; returned in the order of ``names``.
@@ -64,6 +71,7 @@ def fit_elo(names: list[str], results: list[PairResult], anchor: str | None = No
     ``anchor``: the name of the player rated 0, or None for ratings with mean 0.
     Every player must be connected to every other through the games played.
     """
+    check_prior_draws(prior_draws)
     m = len(names)
     if m < 2:
         raise ValueError("an Elo fit needs at least two players")

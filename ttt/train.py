@@ -11,8 +11,6 @@ overwrite, resume compared with the checkpoint's config). A multirun checks the 
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
-from ttt.cli import STOP_SIGNALS, check_writable_dir, exit_on_signals, guard_hydra_record, run_cli, threading_main
+from ttt.cli import check_writable_dir, guard_hydra_record, run_cli, threading_main
 from ttt.config import ConfigError
 from ttt.learners import register_configs, seed_everything
+from ttt.multirun import join_jobs, pass_signals_to_jobs, run_job, stopped
 from ttt.run_dir import check_group_folder, check_runs_side_by_side
 from ttt.training import Run, check_values
 
@@ -73,40 +72,7 @@ class RunDirCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         run_cli(_check_sweep, config)
         if "joblib" in str(OmegaConf.select(config, "hydra.launcher._target_", default="")) and threading_main():
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, _jobs_stop)
-
-
-def _jobs_stop(signum: int, frame: Any) -> None:
-    """Ctrl-C or SIGTERM in the parent of a joblib multirun: the jobs save and stop (each handles
-    the signal, SIGTERM forwarded to them), the parent waits for them, then exits with 130. A
-    second signal exits at once."""
-    exit_on_signals()  # the next one
-    os.write(2, f"ttt.train: {signal.Signals(signum).name} received; waiting for the jobs to save "
-                f"(again stops at once)\n".encode())
-    if signum == signal.SIGTERM:  # Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
-        for pid in _children():
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:
-                pass
-    global _jobs_stopped
-    _jobs_stopped = True
-
-
-_jobs_stopped = False
-
-
-def _children() -> list[int]:
-    """The pids of this process's children (``/proc``; none where it cannot be read)."""
-    pids = []
-    try:
-        for task in os.listdir(f"/proc/{os.getpid()}/task"):
-            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
-                pids += [int(p) for p in f.read().split()]
-    except OSError:
-        pass
-    return pids
+            pass_signals_to_jobs(OmegaConf.select(config, "hydra.sweep.dir"))
 
 
 def _check_sweep(config: DictConfig) -> None:
@@ -150,11 +116,12 @@ def _sweep_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
 
 register_configs()
 guard_hydra_record()  # here, not under __main__: the jobs of a joblib multirun import this module
+join_jobs()  # in such a job: the signals come from the multirun's parent alone (ttt.multirun)
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
 def main(cfg: DictConfig) -> None:
-    run_cli(train, cfg)
+    run_job(train, cfg)
 
 
 if __name__ == "__main__":
@@ -162,5 +129,5 @@ if __name__ == "__main__":
         main()
     except KeyboardInterrupt:  # the parent of a multirun: the jobs have said what they saved
         sys.exit(130)
-    if _jobs_stopped:
+    if stopped():
         sys.exit(130)
