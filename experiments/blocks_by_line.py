@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import ArgumentParser, print_csv, run_cli
-from ttt.specs import checkpoint_file
-from ttt.suites import suite_checkpoints
+from ttt.specs import checkpoint_file, suite_checkpoints
 
 KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
 

@@ -87,14 +87,16 @@ def test_figures_without_afterstates_to_measure_are_nan():
 def test_recent_keeps_each_runs_newest_positions_in_a_ring():
     recent = Recent(2, 9, NUMPY, size=4)
     boards = np.arange(6 * 9).reshape(6, 9) % 3 - 1
-    recent.add(0, boards[:3], boards[:3] == 0)
-    recent.add(0, boards[3:6], boards[3:6] == 0)
+    runs = np.zeros(6, dtype=np.int64)
+    recent.add(runs[:3], boards[:3], boards[:3] == 0)
+    recent.add(runs[3:], boards[3:6], boards[3:6] == 0)
     views, legal = recent.of(0)
     assert sorted(map(tuple, views.tolist())) == sorted(map(tuple, boards[2:6].tolist()))
     assert (legal == (views == 0)).all()
     assert recent.of(1)[0].shape == (0, 9)  # run 1 met nothing yet
-    recent.add(1, boards, boards == 0)  # more than the ring holds: the newest 4
+    recent.add(np.array([1, 0, 1, 1, 1, 1]), boards, boards == 0)  # run 1: 5 rows, more than the ring holds
     assert sorted(map(tuple, recent.of(1)[0].tolist())) == sorted(map(tuple, boards[2:].tolist()))
+    assert int(recent.count[0]) == 7 and int(recent.count[1]) == 4
     assert POSITIONS >= 256
 
 

@@ -250,3 +250,8 @@ def _check_finite(path: Path, payload: dict) -> None:
         what = "1 value that is" if count == 1 else f"{count} values that are"
         raise CheckpointError(f"{path}: {where} holds {what} NaN or infinite (the training diverged); it cannot be "
                               f"played or resumed: use an earlier checkpoint, or train again (a smaller agent.lr)")
+
+
+def seed_folder(run_dir: Path, seed: int) -> Path:
+    """The folder of seed ``seed``'s run in a group side by side (``seeds=K``) in ``run_dir``."""
+    return Path(run_dir) / f"seed_{seed}"

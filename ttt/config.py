@@ -19,7 +19,9 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import shutil
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
@@ -306,3 +308,34 @@ def register_schemas(agent_schemas: dict[str, type]) -> None:
 
 
 _registered = False
+
+
+# ------------------------------------------------------------------------------------ runs side by side
+FILES_PER_RUN = 2  # what a run keeps open while it trains: train.log and its TensorBoard events
+SPARE_FILES = 64  # the process's own: the interpreter, torch's libraries, the terminal
+RUN_DISK_BYTES = 2**20  # a run folder: its checkpoint (dqn_444, num_envs=1: 0.25 MB) and its logs
+
+
+def check_runs_side_by_side(seeds: int, run_dir: Path) -> None:
+    """Refuse (ConfigError, one line) ``seeds`` runs side by side that this process cannot hold open
+    (``FILES_PER_RUN`` each, against ``ulimit -n``) or whose folders the disk under ``run_dir`` cannot
+    hold (``RUN_DISK_BYTES`` each), before any folder is made. Their memory is ``check_memory``'s."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    need = seeds * FILES_PER_RUN + SPARE_FILES
+    if limit != resource.RLIM_INFINITY and need > limit:
+        raise ConfigError(f"seeds={seeds}: each run keeps {FILES_PER_RUN} files open (train.log and its TensorBoard "
+                          f"events), {need:,} with this process's own, more than the {limit:,} it may open (ulimit "
+                          f"-n); choose seeds <= {(limit - SPARE_FILES) // FILES_PER_RUN:,}, or raise ulimit -n")
+    where = Path(run_dir).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:  # unknown: the folder checks that follow say why
+        return
+    if seeds * RUN_DISK_BYTES > free:
+        raise ConfigError(f"seeds={seeds}: the runs' folders need about {seeds * RUN_DISK_BYTES / 2**20:,.0f} MiB on "
+                          f"disk ({RUN_DISK_BYTES // 2**20} MiB a run: its checkpoint and logs), more than the "
+                          f"{free / 2**20:,.0f} MiB free under {where}; choose fewer seeds or another run_dir")

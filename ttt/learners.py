@@ -6,6 +6,8 @@ the learners at all.
 * ``check_learner``: the learner's own checks of its settings and of the board (``Run`` calls it);
 * ``learner_device``: where a run's games and networks live (a learner without ``USES_DEVICE`` runs
   on the CPU);
+* ``check_values``: every value of a training config, checked before any work (``Run``, and ``ttt.train``
+  for every job of a sweep before the first);
 * ``seed_everything``: ``random``, numpy and torch seeded before a learner builds anything.
 """
 
@@ -18,9 +20,13 @@ import numpy as np
 from omegaconf import DictConfig
 
 from ttt.agents import AGENTS, agent_module, available_agents
-from ttt.config import ConfigError, check_known_keys, register_schemas
+from ttt.checkpoint import CheckpointError
+from ttt.cli import one_line
+from ttt.config import ConfigError, check_known_keys, check_memory, check_train_config, register_schemas
 from ttt.device import resolve_device
-from ttt.games import make_game
+from ttt.games import Game, make_game
+from ttt.players import Player
+from ttt.specs import distinct_labels, load_agents
 
 
 def register_configs() -> None:
@@ -62,3 +68,31 @@ def seed_everything(seed: int) -> np.random.Generator:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return np.random.default_rng(seed)
+
+
+def check_values(cfg: DictConfig, device: str | None = None) -> tuple[str, Game, list[tuple[str, Player]]]:
+    """Check every value of a training config before any work (``Run`` at its start; ``ttt.train`` for each
+    job of a sweep before the first): the schemas' checks (``check_train_config``), the learner's settings,
+    the memory the games need, and the evaluation opponents, built. Returns (device, game, opponents);
+    raises ConfigError (one line naming the key).
+
+    The device, "cpu" or "cuda" (``ttt.device``), is where the learner's games and networks live; a learner
+    that cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU)."""
+    check_train_config(cfg)
+    learner = check_learner(cfg)
+    device = learner_device(cfg, learner) if device is None else device
+    game = make_game(cfg.game.name)
+    check_memory(cfg, game, device)
+    return device, game, _opponents(cfg, game)
+
+
+def _opponents(cfg: DictConfig, game: Game) -> list[tuple[str, Player]]:
+    """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
+    checkpoints), built now: a bad one, or one listed twice (its matches would share one name in
+    ``final_eval.json`` and TensorBoard), fails before any work, naming the key."""
+    try:
+        opponents = load_agents(list(cfg.eval_opponents), game.name)[1]
+    except (ValueError, TypeError, CheckpointError) as e:
+        raise ConfigError(f"eval_opponents: {one_line(e)}") from None
+    distinct_labels(opponents, "eval_opponents")
+    return opponents

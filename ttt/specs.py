@@ -257,3 +257,20 @@ def agent_spec(cfg: DictConfig) -> Any:
         raise CheckpointError(f"{SHIPPED_CHECKPOINT}: the shipped dqn_444 checkpoint is missing; train it with "
                               "`python -m ttt.train +experiment=dqn_444`, or choose checkpoint=PATH or player=NAME")
     return {"checkpoint": str(SHIPPED_CHECKPOINT)}
+
+
+def suite_checkpoints(targets: list[str | Path]) -> list[Path]:
+    """The checkpoint file of each of ``targets`` (a file, or a run folder: ``checkpoint_file``),
+    each checked before any is measured: that it exists and that suites ship for its board. A one-line
+    ValueError (or CheckpointError) names the first that fails."""
+    from ttt.checkpoint import load_checkpoint
+    from ttt.suites import BOARDS, has_suites
+
+    files = [checkpoint_file(str(t)) for t in targets]
+    for target, path in zip(targets, files, strict=True):
+        if not path.is_file():
+            raise ValueError(f"{target}: no such checkpoint (a checkpoint file, or a run folder with checkpoint.pt)")
+        board = load_checkpoint(path)["game"]
+        if not has_suites(board):
+            raise ValueError(f"{path}: a {board} checkpoint; the tactics suites ship for {' and '.join(BOARDS)}")
+    return files

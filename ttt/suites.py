@@ -286,23 +286,6 @@ def load_suites(board: str) -> dict[str, Suite]:
     return read_suites(suite_path(board), make_game(board))
 
 
-def suite_checkpoints(targets: list[str | Path]) -> list[Path]:
-    """The checkpoint file of each of ``targets`` (a file, or a run folder: ``ttt.specs.checkpoint_file``),
-    each checked before any is measured: that it exists and that suites ship for its board. A one-line
-    ValueError (or CheckpointError) names the first that fails."""
-    from ttt.checkpoint import load_checkpoint
-    from ttt.specs import checkpoint_file
-
-    files = [checkpoint_file(str(t)) for t in targets]
-    for target, path in zip(targets, files, strict=True):
-        if not path.is_file():
-            raise ValueError(f"{target}: no such checkpoint (a checkpoint file, or a run folder with checkpoint.pt)")
-        board = load_checkpoint(path)["game"]
-        if not has_suites(board):
-            raise ValueError(f"{path}: a {board} checkpoint; the tactics suites ship for {' and '.join(BOARDS)}")
-    return files
-
-
 # ---------------------------------------------------------------------------------------- measuring
 def has_rules(player: Player) -> bool:
     """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""

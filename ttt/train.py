@@ -21,10 +21,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents import agent_module
 from ttt.cli import check_writable_dir, guard_hydra_record, run_cli, threading_main
-from ttt.config import ConfigError
+from ttt.config import ConfigError, check_runs_side_by_side
 from ttt.learners import register_configs, seed_everything
 from ttt.multirun import join_jobs, pass_signals_to_jobs, run_job, stopped
-from ttt.run_dir import check_group_folder, check_runs_side_by_side
+from ttt.run_dir import check_group_folder
 from ttt.training import Run, check_values
 
 

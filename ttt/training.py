@@ -72,19 +72,16 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ttt.checkpoint import CheckpointError, atomic_write
+from ttt.checkpoint import atomic_write
 from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, write_hydra_record
 from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
-from ttt.config import ConfigError, check_memory, check_train_config
 from ttt.curves import eval_tag
 from ttt.device import array_device
 from ttt.evaluate import MatchResult, play_match
 from ttt.event_file import EventFile
-from ttt.games import Game, make_game
-from ttt.learners import check_learner, learner_device
+from ttt.learners import check_values
 from ttt.players import Player
 from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
-from ttt.specs import distinct_labels, load_agents
 from ttt.value_quality import evaluation_scalars
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
@@ -92,34 +89,6 @@ QUIET_SECONDS = 10.0  # and at least one this often while training, between log 
 
 
 # ------------------------------------------------------------------------------------ the values
-def check_values(cfg: DictConfig, device: str | None = None) -> tuple[str, Game, list[tuple[str, Player]]]:
-    """Check every value of a training config before any work (``Run`` at its start; ``ttt.train`` for each
-    job of a sweep before the first): the schemas' checks (``check_train_config``), the learner's settings,
-    the memory the games need, and the evaluation opponents, built. Returns (device, game, opponents);
-    raises ConfigError (one line naming the key).
-
-    The device, "cpu" or "cuda" (``ttt.device``), is where the learner's games and networks live; a learner
-    that cannot use a GPU runs on the CPU. ``device`` overrides the config (tests: TORCH_CPU)."""
-    check_train_config(cfg)
-    learner = check_learner(cfg)
-    device = learner_device(cfg, learner) if device is None else device
-    game = make_game(cfg.game.name)
-    check_memory(cfg, game, device)
-    return device, game, _opponents(cfg, game)
-
-
-def _opponents(cfg: DictConfig, game: Game) -> list[tuple[str, Player]]:
-    """The players of ``eval_opponents`` (names or specs with options, e.g. ``alphabeta:1``, or
-    checkpoints), built now: a bad one, or one listed twice (its matches would share one name in
-    ``final_eval.json`` and TensorBoard), fails before any work, naming the key."""
-    try:
-        opponents = load_agents(list(cfg.eval_opponents), game.name)[1]
-    except (ValueError, TypeError, CheckpointError) as e:
-        raise ConfigError(f"eval_opponents: {one_line(e)}") from None
-    distinct_labels(opponents, "eval_opponents")
-    return opponents
-
-
 # ------------------------------------------------------------------------------------ the run
 class Run:
     """One training run: its folder, logger, evaluation, schedule and progress lines.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 
+from ttt.agents.dqn.health import run_health
 from ttt.agents.dqn.moves import epsilon_greedy, move_scores
 from ttt.games import random_legal_actions
 
@@ -124,7 +125,7 @@ def log_scalars(run, trainer, r: int, episode: int, epsilon: float) -> str:
     share = float((opponent == OPPONENT_PHASES["benchmark"]).sum()) / len(opponent)
     run.log("train/benchmark_share", share, episode)
     run.log("train/frozen_refreshes", int(trainer.frozen_refreshes[r]), episode)
-    figures = trainer.health(r)
+    figures = run_health(trainer, r)
     for name, value in figures.items():
         run.log(f"train/health/{name}", value, episode)
     return f"opponent {trainer.phase_label(r)}, saturated {figures['saturated']:.2f}, spread {figures['spread']:.3f}"

@@ -38,6 +38,11 @@ SATURATED = 0.99  # |V| above this counts as saturated
 TAGS = ("saturated", "logit", "spread", "win", "leaves_win")
 
 
+def run_health(trainer, r: int = 0) -> dict[str, float]:
+    """The health figures of run ``r`` of a ``Trainer`` over the positions its learners met last."""
+    return health(trainer.nets[r], trainer.game, *trainer.recent.of(r))
+
+
 def health(net, game: Game, views: np.ndarray, legal: np.ndarray) -> dict[str, float]:
     """The health figures (``TAGS``) of ``net`` over positions ``views`` ((N, cells) boards from the
     view of the player to move, +1 its pieces) and their legal moves ``legal`` ((N, cells) bool).
@@ -77,16 +82,17 @@ class Recent:
         self.legal = xp.zeros((runs, self.size, cells), "bool")
         self.count = np.zeros(runs, dtype=np.int64)  # positions written so far, per run
 
-    def add(self, r: int, views, legal) -> None:
-        """Keep run ``r``'s positions ``views`` with their ``legal`` masks (the newest ``size`` of them)."""
-        n = min(len(views), self.size)
-        if not n:
-            return
+    def add(self, runs, views, legal) -> None:
+        """Keep the positions ``views`` with their ``legal`` masks, each in the ring of its run (``runs``,
+        one per row; the newest ``size`` of each run's)."""
         xp = self.xp
-        at = xp.asarray((int(self.count[r]) + np.arange(n)) % self.size)
-        self.views[r, at] = xp.astype(views[-n:], "int8")
-        self.legal[r, at] = legal[-n:]
-        self.count[r] += n
+        for r in np.unique(xp.numpy(runs)).tolist():
+            mine = xp.flatnonzero(runs == r)[-self.size:]
+            n = len(mine)
+            at = xp.asarray((int(self.count[r]) + np.arange(n)) % self.size)
+            self.views[r, at] = xp.astype(views[mine], "int8")
+            self.legal[r, at] = legal[mine]
+            self.count[r] += n
 
     def of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Run ``r``'s kept positions and legal masks, numpy arrays on the host."""

@@ -28,13 +28,12 @@ from ttt.agents.dqn.curriculum import log_scalars
 from ttt.agents.dqn.player import DQNPlayer, heads_entry
 from ttt.agents.dqn.settings import Config, epsilon_at
 from ttt.agents.dqn.trainer import Trainer
-from ttt.checkpoint import CheckpointError, save_checkpoint
+from ttt.checkpoint import CheckpointError, save_checkpoint, seed_folder
 from ttt.cli import Interrupted
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
 from ttt.evaluate import Recorded
 from ttt.games.arrays import arrays_for
-from ttt.run_dir import seed_folder
 
 
 def check(cfg: DictConfig, game) -> None:

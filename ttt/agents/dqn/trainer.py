@@ -1,15 +1,12 @@
 """The learner's training games, networks, optimiser and opponents: ``Trainer``, with a run axis.
 
-K runs (``seeds=K``; one by default) of ``num_envs`` games each; each ply is one forward pass over
-every legal afterstate of every game where a learner moves, and one optimiser step per run over its
-training examples of that ply (``td``: the TD(0) targets; ``labels``: the rules' labels and rank
-pairs). With ``num_envs=1`` each run is exactly the online per-game algorithm, and each run side by
-side is its seed's run alone: only the arithmetic of several runs' networks is shared
-(``ttt.nets.runs``). Devices (``device=cpu|cuda``, ``ttt.device``): the trainer is written once
-against ``ttt.games.arrays``: numpy arrays and numpy generators on the CPU, torch tensors and
-``torch.Generator``s on a GPU, where the networks, move selection, the TD targets and the random,
-benchmark and frozen opponents run too. Per ply only sizes reach the host (and, side by side, which
-runs have games in a call); the logged loss is summed on the device and read when it is logged.
+K runs (``seeds=K``; one by default) of ``num_envs`` games each; each ply is one forward pass over every
+legal afterstate of every game where a learner moves, and one optimiser step per run over its examples of
+that ply (``td``: the TD(0) targets; ``labels``: the rules' labels and rank pairs). With ``num_envs=1`` each
+run is exactly the online per-game algorithm, and each run side by side is its seed's run alone (only the
+arithmetic of several runs' networks is shared: ``ttt.nets.runs``). Devices (``ttt.device``): written once
+against ``ttt.games.arrays``, numpy on the CPU, torch tensors and generators on a GPU, where networks, move
+selection, TD targets and opponents run too; per ply only sizes reach the host.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ import torch
 
 from ttt.agents.dqn import curriculum, labels
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
-from ttt.agents.dqn.health import Recent, health
+from ttt.agents.dqn.health import Recent
 from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
 from ttt.agents.dqn.td import (
@@ -257,8 +254,7 @@ class Trainer:
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
         g_legal = g.legal_mask()[lrn]
-        for r, at in self.each_run(lrn):
-            self.recent.add(r, views[at], g_legal[at])
+        self.recent.add(self.run_of[lrn], views, g_legal)
         after = xp.copy(views)
         after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
 
@@ -398,11 +394,6 @@ class Trainer:
         self.optimizer.step()
         self.loss_sum += losses
         self.loss_count += counts
-
-    def health(self, r: int = 0) -> dict[str, float]:
-        """The health figures of run ``r``'s value head over the positions its learners met last
-        (``ttt.agents.dqn.health``)."""
-        return health(self.nets[r], self.game, *self.recent.of(r))
 
     def take_loss(self, r: int = 0) -> float:
         """Mean TD loss of run ``r`` since the previous call (nan when there was no update)."""
