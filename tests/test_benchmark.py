@@ -147,6 +147,21 @@ def test_checkpoint_as_opponent(table_checkpoint):
     assert result["game"] == "3x3" and result["results"][0]["opponent"] == "table_333"
 
 
+def test_a_run_folder_with_checkpoints_of_two_runs_is_refused(table_checkpoint, capsys):
+    # it took checkpoint.pt silently, whichever run the user meant
+    run = table_checkpoint.parent
+    assert specs.checkpoint_file(str(run)) == table_checkpoint
+    (run / "checkpoint.pt").write_bytes(b"another run's checkpoint")
+    line = (f"error: {run} holds both checkpoint.pt and checkpoint.npz, checkpoints of two runs: give the file "
+            f"itself ({run}/checkpoint.pt or {run}/checkpoint.npz)\n")
+    for overrides in ([f"checkpoint={run}"], ["player=random", "game=3x3", f"opponents=[{run}]"]):
+        with pytest.raises(SystemExit) as exit_info:
+            run_cli(bm.benchmark, compose_benchmark(*overrides, "games=2"))
+        assert exit_info.value.code == 2 and capsys.readouterr().err == line
+    result = bm.benchmark(compose_benchmark(f"checkpoint={table_checkpoint}", "opponents=[random]", "games=2"))
+    assert result["agent"] == "table_333"
+
+
 def test_board_mismatch_is_a_checkpoint_error(table_checkpoint):
     with pytest.raises(CheckpointError, match="trained on board '3x3', not '4x4'"):
         bm.benchmark(compose_benchmark(f"checkpoint={table_checkpoint}", "game=4x4", "games=2"))

@@ -14,6 +14,7 @@ from test_benchmark import table_checkpoint  # noqa: F401  (a saved learner fixt
 
 import ttt.play as tp
 from ttt.agents import load_player
+from ttt.checkpoint import CheckpointError
 from ttt.cli import OutputError
 from ttt.games import make_game
 from ttt.human import MoveError, parse_move
@@ -151,6 +152,14 @@ def test_learn_with_a_run_folder_saves_beside_its_checkpoint(table_checkpoint): 
     saved = Path(tally["saved"])
     assert saved == run_dir / "checkpoint_play.npz" and saved.is_file()
     assert load_player(saved).values != load_player(table_checkpoint).values
+
+
+def test_a_run_folder_with_checkpoints_of_two_runs_asks_for_the_file(table_checkpoint):  # noqa: F811
+    run_dir = table_checkpoint.parent
+    (run_dir / "checkpoint.pt").write_bytes(b"another run's checkpoint")
+    with pytest.raises(CheckpointError, match=r"holds both checkpoint\.pt and checkpoint\.npz.*give the file itself"):
+        run("0\n1\nn\n", f"checkpoint={run_dir}", "seat=second", "learn=true")
+    assert sorted(f.name for f in run_dir.iterdir()) == ["checkpoint.npz", "checkpoint.pt"]  # nothing saved
 
 
 def test_a_move_of_5000_digits_is_a_bad_move_and_the_learned_games_are_saved(table_checkpoint,  # noqa: F811

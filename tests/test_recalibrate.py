@@ -133,6 +133,13 @@ def test_expected_errors(overrides, error, message, tmp_path, monkeypatch):
         recalibrate(compose_recalibrate(*overrides))
 
 
+def test_a_run_folder_with_checkpoints_of_two_runs_asks_for_the_file(dqn_checkpoint, tmp_path):
+    source = dqn_checkpoint("3x3")
+    (source.parent / "checkpoint.npz").write_bytes(b"another run's checkpoint")
+    with pytest.raises(CheckpointError, match=r"holds both checkpoint\.pt and checkpoint\.npz.*give the file itself"):
+        recalibrate(compose_recalibrate(f"checkpoint={source.parent}", f"output={tmp_path / 'o.pt'}"))
+
+
 def test_a_network_without_biases_is_refused_before_the_games_unless_shift_is_false(dqn_checkpoint, tmp_path,
                                                                                     monkeypatch):
     # it played every game, then failed to fold the shift, without naming shift=false

@@ -141,6 +141,30 @@ def test_a_second_sigint_stops_the_jobs_at_once_and_leaves_no_worker(tmp_path):
     assert list(sweep.rglob("train.lock")) == []  # each job gave its lock back before its worker ended
 
 
+# two tiny jobs side by side, ~20 s on 2 busy cores
+@pytest.mark.cli
+@pytest.mark.slow
+def test_a_job_refused_at_its_start_leaves_the_other_jobs_to_finish_and_the_sweep_fails(tmp_path):
+    # joblib killed the other jobs when one exited with 2: job 1 lost its run and left its train.lock
+    sweep = tmp_path / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "0" / "train.log").write_text("an earlier run\n")  # passes the sweep's checks, refused at the job's start
+    done = subprocess.run(
+        [sys.executable, "-m", "ttt.train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+         "+experiment=dqn_33", "seed=0,1", "episodes=20", "eval_every=0", "eval_games=2", "agent.final_eval_games=2",
+         "num_envs=4", "progress=false", f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${hydra.job.num}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    refused = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert refused == [f"error: run_dir {sweep / '0'} holds train.log of an earlier run but no checkpoint; "
+                       "overwrite=true starts over (deleting them), or choose another run_dir"]
+    summary = "ttt.train: job 0 of the sweep ended with exit status 2 (its error is above); the other jobs ran"
+    assert summary in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in (sweep / "0").iterdir()) == ["train.log"]
+    assert json.loads((sweep / "1" / "final_eval.json").read_text())["episodes"] == 20
+    assert list(sweep.rglob("train.lock")) == []
+
+
 def test_a_job_stopped_by_a_signal_returns_and_the_next_jobs_of_its_worker_are_skipped(monkeypatch, capsys):
     from ttt import multirun
     from ttt.cli import Interrupted
@@ -157,9 +181,15 @@ def test_a_job_stopped_by_a_signal_returns_and_the_next_jobs_of_its_worker_are_s
     assert multirun.run_job(ran.append, 1) is None and ran == []
     assert capsys.readouterr().err == "ttt.train: the multirun was stopped before this job began; not started\n"
     monkeypatch.setattr(multirun, "_skip", False)
-    with pytest.raises(SystemExit) as exit_info:  # any other ending is the job's own, as before
+    # an error is the job's alone: Hydra records it as failed, no SystemExit makes joblib kill the other jobs
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: OmegaConf.create({"job": {"num": 3}})))
+    with pytest.raises(multirun.JobFailed, match=r"^ttt.train: job 3 of the sweep ended with exit status 2 "):
         multirun.run_job(lambda: int("x"))
-    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith("error: invalid literal for int()")
+    assert multirun.run_job(ran.append, 2) is None and ran == [2]  # the worker's next job runs
 
 
 def test_slurm_launcher_config_sets_partition_gpus_cpus_and_time():

@@ -10,6 +10,9 @@ the jobs to give back their ``train.lock``, ends the workers still there and exi
 ends them without waiting. No worker outlives the command.
 
 A job's stop does not reach joblib as an exception: joblib would kill the other jobs while they save.
+Nor does a job's error (a value refused when the job starts, exit status 2, its one line printed): the
+job is recorded as failed (``JobFailed``), the other jobs run to their end, and the command then exits
+with 1, naming the first failed job's overrides.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from hydra.errors import CompactHydraException
 
 from ttt.cli import STOP_SIGNALS, _exit_at_once, run_cli, threading_main
 from ttt.run_dir import LOCK_NAME
@@ -149,10 +154,16 @@ def _heard(signum: int, frame: Any) -> None:
     _skip = True
 
 
+class JobFailed(CompactHydraException):
+    """A job of a joblib multirun that ended with an error, printed by the job: Hydra records the job as
+    failed instead of joblib killing the other jobs, and raises this once they are done (one line, exit 1)."""
+
+
 def run_job(function: Callable[..., Any], *args: Any) -> Any:
     """``run_cli(function, *args)``; in a worker, a job begun after the stop is skipped (its empty folder
-    removed), and a job stopped by a signal (exit status 130, its checkpoint saved) returns None
-    instead of raising."""
+    removed), a job stopped by a signal (exit status 130, its checkpoint saved) returns None, and a job
+    that ends with an error (its line printed) raises ``JobFailed``: never a SystemExit, which would make
+    joblib kill the other jobs."""
     if not is_job():
         return run_cli(function, *args)
     join_jobs()
@@ -169,7 +180,12 @@ def run_job(function: Callable[..., Any], *args: Any) -> Any:
     try:
         return run_cli(function, *args)
     except SystemExit as e:
-        if e.code != 130:
+        if e.code in (0, None):
             raise
+        if e.code != 130:
+            from hydra.core.hydra_config import HydraConfig
+
+            raise JobFailed(f"ttt.train: job {HydraConfig.get().job.num} of the sweep ended with exit status {e.code} "
+                            f"(its error is above); the other jobs ran") from None
         _skip = True
         return None

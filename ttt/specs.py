@@ -8,7 +8,7 @@ A *spec* is one of:
   (``depth``, ``simulations``); more values fill the next options in order;
 * ``'mcts:simulations=200:c=1.4'`` or ``{name: mcts, simulations: 200}``: options by name;
 * a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint: PATH}``: a saved learner
-  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it);
+  (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it; one holding both is refused);
   ``{checkpoint: PATH, simulations: N}``: a searching learner's (``alphazero``) with N simulations per move
   instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a value learner's (``dqn``) whose
   network values each board as the mean over K of its images under the board's symmetries
@@ -35,6 +35,7 @@ from ttt.config import ConfigError
 from ttt.games import BOARDS, Game, make_game
 from ttt.games.boards import DEFAULT_BOARDS
 from ttt.players import PLAYERS, Player, make_player, player_factory
+from ttt.run_dir import CHECKPOINT_NAMES
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = DEFAULT_BOARDS["players"]  # when neither ``game`` nor a checkpoint names the board (ttt.games.boards)
@@ -188,13 +189,18 @@ def spec_label(spec: Any) -> str:
 
 
 def checkpoint_file(target: str) -> Path:
-    """``target``, or the ``checkpoint.pt`` / ``checkpoint.npz`` inside it when it is a run directory."""
+    """``target``, or the ``checkpoint.pt`` / ``checkpoint.npz`` inside it when it is a run directory.
+
+    A run directory that holds both is a CheckpointError: they are checkpoints of two runs, and only
+    the file itself says which is meant."""
     path = Path(target)
-    if path.is_dir():
-        for name in ("checkpoint.pt", "checkpoint.npz"):
-            if (path / name).is_file():
-                return path / name
-    return path
+    if not path.is_dir():
+        return path
+    found = [path / name for name in CHECKPOINT_NAMES if (path / name).is_file()]
+    if len(found) > 1:
+        raise CheckpointError(f"{path} holds both {' and '.join(f.name for f in found)}, checkpoints of two runs: "
+                              f"give the file itself ({' or '.join(str(f) for f in found)})")
+    return found[0] if found else path
 
 
 def load_agents(specs: list[Any], game_name: str | None) -> tuple[Game, list[tuple[str, Player]]]:
