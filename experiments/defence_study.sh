@@ -6,7 +6,7 @@
 #   experiments/defence_study.sh [key=value ...]
 #
 # Settings from the environment (defaults in brackets):
-#   ARMS [grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets,rule_labels]
+#   ARMS [grid,exact_losses,free_placement,playable,sigmoid_no_bias,rule_labels]
 #   SEEDS [3]  FIRST_SEED [0]  EPISODES [200000]  EVAL_EVERY [10000]  EVAL_GAMES [1000]
 #   LAUNCHER [joblib | slurm]  JOBS [-1: one joblib worker per core]  SWEEP_DIR [runs/paper/defence]  PYTHON [python]
 # Extra key=value arguments go last to ttt.train and win. Needs the sweep extra: pip install -e '.[sweep]'.
@@ -20,7 +20,7 @@ if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
   sed -n '2,16p' "$0"
   exit 0
 fi
-arms=${ARMS:-grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets,rule_labels}
+arms=${ARMS:-grid,exact_losses,free_placement,playable,sigmoid_no_bias,rule_labels}
 eval_games=${EVAL_GAMES:-1000}
 LAUNCHER=${LAUNCHER:-joblib}
 launcher=("hydra/launcher=$LAUNCHER")

@@ -202,7 +202,7 @@ def test_parse_spec():
     with pytest.raises(ValueError, match=r"takes only the options \(simulations, symmetries, rules\), not depth"):
         specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
-    assert specs.spec_label({"name": "benchmark", "safe": False}) == "benchmark:safe=false"  # as a spec string
+    assert specs.spec_label({"name": "mcts", "decisive": False}) == "mcts:decisive=false"  # as a spec string
 
 
 def test_an_option_given_by_position_and_by_name_is_refused_either_way_round():

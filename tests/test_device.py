@@ -270,18 +270,6 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly(td):
             np.testing.assert_array_equal(y, x)
 
 
-def test_learned_opponent_moves_on_torch_tensors_equal_the_numpy_ones_exactly():
-    # learn_opponent_moves: the benchmark player's afterstates are trained too, on either array backend
-    agent = dict(exact_losses=True, opponent="benchmark", opponent_after="benchmark", learn_opponent_moves=True)
-    expected, host = scripted_plies("cpu", "4x4x4_gravity", 60, **agent)
-    got, _ = scripted_plies(TORCH_CPU, "4x4x4_gravity", 60, **agent)
-    assert host.episodes >= 2
-    assert sum(len(t) for _, _, t in expected) >= 4 * 58  # every game's mover learns from its 2nd move on
-    for e, d in zip(expected, got, strict=True):
-        for x, y in zip(e, d, strict=True):
-            np.testing.assert_array_equal(y, x)
-
-
 @pytest.mark.parametrize("rank", [{}, {"rank_moves": 4},
                                   {"rank_moves": 4, "rank_forced": True, "rank_moves_wins": False, "rank_weight": 0.5},
                                   {"rank_moves": 4, "rank_forced": True, "rank_head": True}])

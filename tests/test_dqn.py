@@ -33,7 +33,6 @@ from ttt.agents.dqn import (
     training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
-from ttt.config import ConfigError
 from ttt.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -151,30 +150,11 @@ def test_self_play_learns_from_both_seats():
 
 
 @pytest.mark.parametrize("opponent", ["random", "benchmark", "frozen"])
-def test_learn_opponent_moves_trains_the_opponents_afterstates_as_self_play_does(opponent):
+def test_against_another_player_the_learner_learns_from_its_own_afterstates_alone(opponent):
     plain = play_script(make_trainer(seats=[1], opponent=opponent, opponent_after=opponent), X_BEATS_O[0])
     assert [len(t) for _, t in plain] == [0, 0, 1, 0, 2]  # X alone learns: its 2nd move, its win (2 targets)
-    both = play_script(make_trainer(seats=[1], opponent=opponent, opponent_after=opponent,
-                                    learn_opponent_moves=True), X_BEATS_O[0])
-    selfplay = play_script(make_trainer(seats=[1], opponent="self_play", opponent_after="self_play"), X_BEATS_O[0])
-    assert [len(t) for _, t in both] == [0, 0, 1, 1, 3]
-    for (obs, targets), (obs_sp, targets_sp) in zip(both, selfplay, strict=True):
-        np.testing.assert_array_equal(obs, obs_sp)
-        np.testing.assert_array_equal(targets, targets_sp)
-    # O's (the opponent's) first afterstate, from O's view, toward O's next one; its last one -> -1
-    trainer = make_trainer(seats=[1], opponent=opponent, opponent_after=opponent, learn_opponent_moves=True)
-    plies = play_script(trainer, X_BEATS_O[0][:4])
-    np.testing.assert_array_equal(plies[3][0][0], view([4], [0]))
-    assert plies[3][1][0] == pytest.approx(GAMMA * value(trainer, view([4, 8], [0, 1])), abs=1e-6)
-    np.testing.assert_array_equal(both[4][0][2], view([4, 8], [0, 1]))
-    assert both[4][1][2] == -1.0
-
-
-@pytest.mark.parametrize("key, bad", [("rule_labels", True), ("search_backup", True), ("random_labels", 4),
-                                      ("rank_labels", 4), ("td_lambda", 0.5)])
-def test_learn_opponent_moves_refuses_what_it_does_not_combine_with(key, bad):
-    with pytest.raises(ConfigError, match=f"agent.learn_opponent_moves=true does not combine with agent.{key}"):
-        Config(learn_opponent_moves=True, **{key: bad})
+    np.testing.assert_array_equal(plain[4][0][1], view([0, 1, 2], [4, 8]))
+    assert plain[4][1][1] == 1.0
 
 
 def test_batched_games_compute_the_same_targets_as_sequential_ones():
@@ -391,22 +371,6 @@ def test_rule_targets_label_every_block_situation_afterstate():
     assert (t.rows == 9).all()
 
 
-def test_rule_targets_keep_at_most_cap_labels_per_position_drawn_among_the_known():
-    """``cap``: of the 5 labelled afterstates of the block situation above, at most 2 per position are kept,
-    each with its label; over many draws every one of the 5 is drawn, and no unlabelled move is."""
-    game = make_game("3x3")
-    board = np.array([[1, 0, 0, 0, 1, 0, 0, -1, -1]] * 40, dtype=np.int8)
-    x = np.ones(40, np.int8)
-    tactics = move_tactics(board, x, board == 0, game)
-    t = rule_targets(np.arange(40), board.astype(np.float32), tactics, GAMMA, game, rng=np.random.default_rng(0),
-                     cap=2)
-    exact = {6: GAMMA, 1: -1.0, 2: -1.0, 3: -1.0, 5: -1.0}
-    assert np.bincount(t.rows, minlength=40).tolist() == [2] * 40
-    drawn = [int(np.flatnonzero(o != board[0])[0]) for o in t.obs]
-    assert set(drawn) == set(exact)
-    assert [float(v) for v in t.targets] == pytest.approx([exact[c] for c in drawn])
-
-
 def test_rule_labels_join_the_ply_update():
     trainer = make_trainer(seats=[1], rule_labels=True)
     play_script(trainer, [0, 7, 4, 8])  # X (0, 4) to move faces O's threat on 6
@@ -555,31 +519,6 @@ def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
         values = player.action_values(state)
         for a in np.flatnonzero(forcing):
             assert values[int(a)] == pytest.approx(GAMMA**2)
-
-
-def test_label_threats_label_each_move_that_forces_a_fork_at_gamma_squared(monkeypatch):
-    from ttt.agents.dqn import labels
-
-    game = make_game("3x3x3")
-    for state, t, forcing in forcing_positions(game):
-        views = (np.array(state.board, np.int8) * state.to_play()).astype(np.float32)[None]
-
-        def labelled(threats, views=views, t=t):
-            out = labels.rule_targets(np.array([0]), views, t, GAMMA, game, threats=threats)
-            return {int(np.flatnonzero(o != views[0])[0]): float(v) for o, v in zip(out.obs, out.targets, strict=True)}
-
-        with_chains, without = labelled(1), labelled(0)
-        for a in np.flatnonzero(forcing):
-            assert with_chains[int(a)] == pytest.approx(GAMMA**2) and int(a) not in without
-        assert {a: v for a, v in with_chains.items() if not forcing[a]} == without  # the rest as before
-    # the trainer passes the option on, and refuses it without the labels it adds to
-    seen = []
-    rule_targets = labels.rule_targets
-    monkeypatch.setattr(labels, "rule_targets", lambda *a, **k: seen.append(a[-1]) or rule_targets(*a, **k))
-    make_trainer(num_envs=2, rule_labels=True, label_threats=2).step()
-    assert seen == [2]
-    with pytest.raises(ConfigError, match="label_threats > 0 labels the learner's positions"):
-        Config(label_threats=1)
 
 
 def test_random_position_labels_join_the_update_and_resume_exactly(tmp_path):
@@ -951,24 +890,6 @@ def test_the_target_network_is_re_taken_every_target_every_games_and_resumes():
     continue_identically(t, other, 12)
 
 
-def test_search_backup_trains_every_unvalued_afterstate_toward_the_opponents_best_reply():
-    from ttt.agents.dqn.labels import reply_targets
-
-    t = make_trainer(opponent="self_play", opponent_after="self_play", search_backup=True, exact_losses=True)
-    plain = make_trainer(opponent="self_play", opponent_after="self_play", exact_losses=True)
-    for cell in (0, 4):  # X corner, O centre
-        t.step(np.array([cell]))
-        plain.step(np.array([cell]))
-    # X to move with 7 empty cells: no win, no immediate loss, so every one of them is searched
-    views = (t.games.board[0] * t.games.to_play[0]).astype(np.float32)
-    batch, base = t.step(np.array([8])), plain.step(np.array([8]))
-    extra = batch.obs[len(base.obs):]
-    assert len(extra) == 7 and set(np.flatnonzero((extra - views != 0).any(0)).tolist()) == {1, 2, 3, 5, 6, 7, 8}
-    np.testing.assert_array_equal(batch.obs[:len(base.obs)], base.obs)
-    np.testing.assert_allclose(batch.targets[len(base.obs):], reply_targets(t.net, extra, t.game, GAMMA, t.rules),
-                               rtol=1e-6)
-
-
 def test_the_learning_rate_falls_linearly_to_lr_final():
     from ttt.agents.dqn.settings import lr_scale_at
 
@@ -1031,29 +952,3 @@ def test_td_lambda_traces_resume_mid_game_exactly():
     np.testing.assert_array_equal(other.trace_obs, t.trace_obs)
     continue_identically(t, other, 20)
     assert t.episodes > 4
-
-
-def test_reply_targets_train_the_chosen_afterstate_toward_the_opponents_best_reply():
-    # 3x3, self-play: X 0, O 3, X 1, O 4. O threatens 5; X plays 8 and leaves it: O's best reply wins (+1 to O
-    # by the exact-wins rule), so X's afterstate is trained toward exactly -1, beside its TD(0) target
-    from ttt.agents.dqn.labels import reply_targets
-
-    t = make_trainer(opponent="self_play", opponent_after="self_play", reply_targets=True)
-    plain = make_trainer(opponent="self_play", opponent_after="self_play")
-    for cell in (0, 3, 1):
-        batch, base = t.step(np.array([cell])), plain.step(np.array([cell]))
-        extra = batch.obs[len(base.obs):]
-        assert len(extra) == 1  # the mover's new afterstate, none of them terminal
-        np.testing.assert_allclose(batch.targets[len(base.obs):], reply_targets(t.net, extra, t.game, GAMMA, t.rules),
-                                   rtol=1e-6)
-    t.step(np.array([4]))
-    plain.step(np.array([4]))
-    batch, base = t.step(np.array([8])), plain.step(np.array([8]))
-    np.testing.assert_array_equal(batch.obs[:len(base.obs)], base.obs)
-    x_after = np.zeros(9, np.float32)
-    x_after[[0, 1, 8]], x_after[[3, 4]] = 1, -1
-    np.testing.assert_array_equal(batch.obs[len(base.obs):], x_after[None])
-    assert batch.targets[len(base.obs):].tolist() == [-1.0]
-    # a move that ends the game has no reply to search
-    batch, base = t.step(np.array([5])), plain.step(np.array([5]))
-    assert len(batch.obs) == len(base.obs)

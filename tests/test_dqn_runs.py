@@ -84,28 +84,22 @@ def _same_moves(board, network, agent, num_envs, episodes, seeds=(4, 5, 6), alon
      Config(opponent="random", opponent_after="frozen", switch_episode=40, refresh_every=30, frozen_pool=3,
             frozen_epsilon=0.2, exact_losses=True, epsilon=0.3, epsilon_final=0.05, epsilon_decay_episodes=150),
      2, 100),
-    # the opponents' moves learned too (learn_opponent_moves): the benchmark player, then frozen copies
-    ("3x3", MLP, Config(opponent="benchmark", opponent_after="frozen", switch_episode=40, refresh_every=30,
-                        epsilon=0.3, learn_opponent_moves=True), 2, 100),
     # what one run alone used to train only: labels, rank pairs on a rank head, TD(λ), a target network, a
-    # falling learning rate, symmetric images, forks in move selection, the depth-2 backup
+    # falling learning rate, symmetric images, forks in move selection, a share of benchmark games
     ("3x3", {**MLP, "hidden": [16]},
      Config(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
-            exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=4, rule_label_cap=3,
+            exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=4,
             label_weight=0.5, random_labels=8, search_labels=True, rank_labels=8, rank_moves=2, rank_head=True,
             symmetry_augment=True, lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01), 2, 80),
-    ("3x3", {**MLP, "hidden": [16]}, Config(td_lambda=0.7, search_backup=True, benchmark_fraction=0.5,
-                                            switch_episode=20), 2, 60),
+    ("3x3", {**MLP, "hidden": [16]}, Config(td_lambda=0.7, benchmark_fraction=0.5, switch_episode=20), 2, 60),
     # plain SGD, whose optimiser steps the stacks themselves (two rates), with the rank pairs' gradients
     # added to them, on a structured network with biases and tied orbits (stacked shared blocks)
     ("3x3", {"kind": "structured", "detectors": 2, "hidden": [8], "bias": True, "tie_orbits": True},
      Config(optimizer="sgd", lr=0.05, first_lr=0.1, opponent="random", opponent_after="frozen", switch_episode=30,
             refresh_every=20, rank_labels=8, rank_moves=2, rank_head=True), 2, 80),
-    # the defence study's arms: the playable plane, sigmoid hidden units, one-ply reply targets, and the
-    # benchmark player without its "not under a win" step
+    # the defence study's arms: the playable plane, sigmoid hidden units
     ("4x4x4_gravity", {**PAPER_NET, "bias": True, "playable": True, "activation": "sigmoid"},
-     Config(**PAPER, opponent="benchmark", opponent_after="benchmark", reply_targets=True, benchmark_safe=False),
-     2, 20),
+     Config(**PAPER, opponent="benchmark", opponent_after="benchmark"), 2, 20),
 ])
 def test_each_run_side_by_side_makes_the_moves_of_its_seed_alone(board, network, agent, num_envs, episodes):
     slow_board = board == "4x4x4_gravity"

@@ -218,7 +218,7 @@ def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(comp
                           timeout=30, env={**os.environ, "PYTHON": "echo"})
     assert done.returncode == 0, done.stderr
     (cmd,) = [line.split() for line in done.stdout.splitlines()]
-    arms = "grid,exact_losses,free_placement,playable,sigmoid_no_bias,unsafe_benchmark,reply_targets,rule_labels"
+    arms = "grid,exact_losses,free_placement,playable,sigmoid_no_bias,rule_labels"
     assert {"-m", "hydra/launcher=joblib", "+experiment=dqn_444_gravity_vs_benchmark", f"+defence={arms}",
             "num_envs=64", "agent.lr=0.04", "seeds=3", "episodes=200000", "eval_every=10000", "eval_games=1000",
             "hydra.sweep.dir=runs/paper/defence"} <= set(cmd)
@@ -234,8 +234,6 @@ def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(comp
             changed[arm].append("eval_opponents")
     assert changed == {"grid": [], "exact_losses": ["agent.exact_losses"], "free_placement": ["game.name"],
                        "playable": ["network.playable"], "sigmoid_no_bias": ["network.activation", "network.bias"],
-                       "unsafe_benchmark": ["agent.benchmark_safe", "eval_opponents"],
-                       "reply_targets": ["agent.reply_targets"],
                        "rule_labels": ["agent.rule_labels"]}
     assert base.network.bias and base.agent.opponent == base.agent.opponent_after == "benchmark"
 
@@ -515,10 +513,10 @@ def test_dqn_444_plain_is_the_plain_learner_and_differs_from_dqn_444_in_those_in
     assert [k for k in ("exact_losses", "exact_forks", "play_forks", "play_threats") if a[k]] == []
     assert a["exact_wins"] is True
     # no labels, no rank pairs, no second head
-    labels = ("rule_labels", "random_labels", "search_labels", "search_backup", "rank_labels", "rank_head")
+    labels = ("rule_labels", "random_labels", "search_labels", "rank_labels", "rank_head")
     assert [k for k in labels if a[k]] == []
-    # online TD(0) with the Huber loss, the learning network valuing its own choice, its own afterstates only
-    assert (a["td_lambda"], a["loss"], a["target_every"], a["learn_opponent_moves"]) == (0.0, "huber", 0, False)
+    # online TD(0) with the Huber loss, the learning network valuing its own choice
+    assert (a["td_lambda"], a["loss"], a["target_every"]) == (0.0, "huber", 0)
     # random for 5,000 games, then frozen copies of itself re-taken every 500 games: no other player trains it
     assert (a["opponent"], a["switch_episode"], a["opponent_after"], a["refresh_every"], a["frozen_pool"],
             a["benchmark_fraction"]) == ("random", 5000, "frozen", 500, 1, 0.0)

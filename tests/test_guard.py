@@ -561,11 +561,14 @@ def test_atomic_write_through_a_symbolic_link_keeps_the_link(tmp_path):
 
 
 def test_retired_options_at_their_kept_value_resume_and_others_are_refused():
+    from ttt.config import ConfigError
     from ttt.run_dir import RETIRED, config_changes
 
     now = {"agent": {"lr": 0.01}}
-    kept = {"agent": {"lr": 0.01, **{k.split(".", 1)[1]: v for k, v in RETIRED.items()}}}
+    kept = {"agent": {"lr": 0.01, **{k.split(".", 1)[1]: v for k, (v, _) in RETIRED.items()}}}
     assert config_changes(kept, now) == ([], [])
-    other = {"agent": {"lr": 0.01, "rank_higher": "best"}}
-    refused, free = config_changes(other, now)
-    assert refused == ["agent.rank_higher best -> (not set)"] and free == []
+    with pytest.raises(ConfigError, match=r"agent.rank_higher=best, an option since removed; continue it at commit "
+                                          r"09c6a2d \(git checkout 09c6a2d\)"):
+        config_changes({"agent": {"lr": 0.01, "rank_higher": "best"}}, now)
+    with pytest.raises(ConfigError, match=r"agent.reply_targets=true, .* at commit 483e9c1 \(git checkout 483e9c1\)"):
+        config_changes({"agent": {"lr": 0.01, "reply_targets": True}}, now)

@@ -294,7 +294,7 @@ def test_benchmark_vs_random_matches_facts(board):
     assert close(r.first.win_rate, n, REFERENCE_BENCHMARK[board], 1000), r.summary()
 
 
-def test_the_benchmark_player_without_its_safe_step_plays_under_the_opponents_win():
+def test_the_benchmark_player_does_not_play_under_the_opponents_win():
     # Score Four, X to move: O's three 28, 29, 30 on layer 1 wins at 31, which rests on the empty 15.
     # X has no win and O no playable one, so the third step decides: playing 15 lifts 31 into O's reach
     from ttt.games import BatchedGames
@@ -308,7 +308,3 @@ def test_the_benchmark_player_without_its_safe_step_plays_under_the_opponents_wi
     assert 15 in legal
     safe = set(np.flatnonzero(BenchmarkPlayer(game).choices(games)[0]).tolist())
     assert safe == legal - {15}
-    assert set(np.flatnonzero(BenchmarkPlayer(game, safe=False).choices(games)[0]).tolist()) == legal
-    from ttt.specs import load_agents
-
-    assert load_agents(["benchmark:safe=false"], game.name)[1][0][1].safe is False

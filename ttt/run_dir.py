@@ -56,9 +56,13 @@ RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "ev
                "checkpoint_every", "checkpoint_minutes", "log_every", "device", "agent.final_eval_games",
                "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
-# options a later version removed, with the value whose behaviour it kept: a checkpoint that holds that value
-# resumes as before, one that holds another is refused (its run cannot be continued the same way)
-RETIRED = {"agent.rank_hardest": False, "agent.rank_higher": "random", "agent.rank_losses": "hinge"}
+# options a later version removed, with the value whose behaviour it kept and the last commit that has them: a
+# checkpoint that holds that value resumes as before, one that holds another is refused (its run continues there)
+RETIRED = {"agent.rank_hardest": (False, "09c6a2d"), "agent.rank_higher": ("random", "09c6a2d"),
+           "agent.rank_losses": ("hinge", "09c6a2d"), "agent.label_threats": (0, "483e9c1"),
+           "agent.search_backup": (False, "483e9c1"), "agent.reply_targets": (False, "483e9c1"),
+           "agent.learn_opponent_moves": (False, "483e9c1"), "agent.rule_label_cap": (0, "483e9c1"),
+           "agent.benchmark_safe": (True, "483e9c1")}
 
 
 # ------------------------------------------------------------------------------------ the lock
@@ -228,14 +232,21 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
     """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
     (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
-    and keys the checkpoint does not record). A ``RETIRED`` option at its kept value is no change."""
+    and keys the checkpoint does not record). A ``RETIRED`` option at its kept value is no change; at another
+    value it is a ConfigError naming the commit that continues the run."""
     old, new = _flatten(saved), _flatten(now)
     refused, free = [], []
     for key in sorted(set(old) | set(new)):
         if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
             continue
-        if key not in new and key in RETIRED and old[key] == RETIRED[key]:
-            continue  # the removed option's kept behaviour
+        if key not in new and key in RETIRED:
+            kept, commit = RETIRED[key]
+            if old[key] == kept:
+                continue  # the removed option's kept behaviour
+            value = str(old[key]).lower() if isinstance(old[key], bool) else old[key]
+            raise ConfigError(f"resume=true: the checkpoint was trained with {key}={value}, an option since removed; "
+                              f"continue it at commit {commit} (git checkout {commit}), or start a new run_dir, "
+                              f"or overwrite=true")
         text = f"{key} {old.get(key, '(not recorded)')} -> {new.get(key, '(not set)')}"
         if key in RESUME_FREE or key == "episodes" or key not in old:
             free.append(text)  # a key the checkpoint does not record came with a newer version

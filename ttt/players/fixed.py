@@ -28,16 +28,14 @@ class BenchmarkPlayer(BatchPlayer):
     """Win if possible, else block, else (gravity) avoid giving a win on top, else random.
 
     The steps shuffle the legal moves and take the first that qualifies; taking a uniformly random
-    qualifying move is the same distribution. Loses to double threats. ``safe=False`` drops the third
-    step (``benchmark:safe=false``): on a gravity board it may then play under the opponent's win.
+    qualifying move is the same distribution. Loses to double threats.
     """
 
     name = "benchmark"
     batched_on_device = True
 
-    def __init__(self, game: Game, safe: bool = True) -> None:
+    def __init__(self, game: Game) -> None:
         super().__init__(game)
-        self.safe = bool(safe)
         # with gravity, the cells that have a cell directly above them, and those cells above
         self._has_above = np.flatnonzero(game.above >= 0)
         self._above = game.above[self._has_above]
@@ -56,7 +54,7 @@ class BenchmarkPlayer(BatchPlayer):
         opp_threat = completing_moves(games.board, -me, games.board == 0, self.game)
         block = opp_threat & legal
         choice = legal
-        if self.game.gravity and self.safe:
+        if self.game.gravity:
             # a move is unsafe when the cell above it would complete the opponent's line
             has_above, above = self._has_above, self._above
             if xp.is_torch:

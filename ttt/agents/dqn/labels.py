@@ -25,22 +25,18 @@ from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.arrays import arrays_of
 from ttt.games.exact import NO_RULES, rule_values
-from ttt.games.threats import MoveTactics, completing_moves, move_tactics
+from ttt.games.threats import MoveTactics, move_tactics
 from ttt.nets.structured import ValueNet
 
 RANK_MARGIN = 1.0  # the margin of rank_loss, on the output unit's input (values are its tanh)
 
 
 def rule_targets(rows: np.ndarray, views: np.ndarray, tactics: MoveTactics, gamma: float, game: Game,
-                 defence: int = 0, rng: np.random.Generator | None = None, cap: int = 0, threats: int = 0) -> Targets:
-    """The afterstates of ``views`` whose values the rules know (``rule_values``, with chains of up to
-    ``threats`` forcing threats), as training examples; with ``cap`` > 0 at most that many per position,
-    drawn by ``rng`` where it has more."""
+                 defence: int = 0, rng: np.random.Generator | None = None) -> Targets:
+    """The afterstates of ``views`` whose values the rules know (``rule_values``; with ``defence`` > 0 up
+    to that many others per position checked for an opponent fork, drawn by ``rng``), as training examples."""
     xp = arrays_of(views)
-    value, known = rule_values(views, tactics, gamma, game, defence, rng, threats)
-    if cap and cap < known.shape[1]:  # the smallest random keys among each position's known afterstates
-        keys = xp.where(known, xp.random(rng, tuple(known.shape)), 2.0)
-        known = known & (keys <= xp.kth_smallest(keys, cap))
+    value, known = rule_values(views, tactics, gamma, game, defence, rng)
     e, cell = xp.nonzero(known)
     return Targets(_afterstates(views, e, cell), value[e, cell], rows[e])
 
@@ -184,35 +180,6 @@ def sampled_rule_labels(views, tactics: MoveTactics, count: int, gamma: float, g
         after = _afterstates(views, e, cell)
         labels = Targets.concat([labels, Targets(after, reply_targets(net, after, game, gamma, rules), e)])
     return labels
-
-
-def search_backup_targets(rows, views, legal, tactics: MoveTactics | None, net: ValueNet, game: Game,
-                          gamma: float, rules) -> Targets:
-    """Every legal afterstate of the positions ``views`` (mover's view; games ``rows``, ``legal`` their
-    legal moves) that the rules do not value exactly (without ``tactics``: that does not complete a
-    line), trained toward the network's value of the opponent's best reply (``reply_targets``): a
-    depth-2 minimax backup of the positions visited, as TreeStrap (Veness et al. 2009) updates every
-    node of a search. The epsilon-greedy TD(0) target learns the value of exploring play; this one
-    the value of the network's own greedy play, which is what the exact values are."""
-    xp = arrays_of(views)
-    if tactics is not None:
-        rest = legal & ~(tactics.win | tactics.loss | tactics.fork)
-    else:
-        rest = legal & ~completing_moves(xp.astype(views, "int8"), xp.full(len(views), 1, "int8"), legal, game)
-    e, cell = xp.nonzero(rest)
-    after = _afterstates(views, e, cell)
-    return Targets(after, reply_targets(net, after, game, gamma, rules), rows[e])
-
-
-def chosen_reply_targets(rows, after, done, net: ValueNet, game: Game, gamma: float, rules) -> Targets:
-    """The learners' new afterstates ``after`` (mover's view; games ``rows``, ``done`` whether the move
-    ended the game) that did not end their game, trained toward the network's value of the opponent's
-    best reply (``reply_targets``): the target of a one-ply search over the replies (TD-Leaf at depth
-    one), so an afterstate that leaves the opponent a win is trained toward -1 on the ply it is played,
-    not only through the TD(0) chain of the game that follows."""
-    xp = arrays_of(after)
-    keep = xp.flatnonzero(~done)
-    return Targets(after[keep], reply_targets(net, after[keep], game, gamma, rules), rows[keep])
 
 
 def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.ndarray:

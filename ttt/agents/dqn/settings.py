@@ -31,8 +31,6 @@ class Config:
     refresh_every: int = 0  # re-take the frozen copy every this many episodes (0 = never)
     frozen_epsilon: float = 0.0  # the frozen copy's own exploration
     benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
-    benchmark_safe: bool = True  # false: the benchmark player trained against skips its "not under a win" step
-    # (gravity boards; ttt.players.BenchmarkPlayer(safe=False), in tests the spec benchmark:safe=false)
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
     exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
     exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
@@ -42,11 +40,6 @@ class Config:
     rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
     fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
     # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
-    rule_label_cap: int = 0  # with rule_labels, at most this many of a position's labelled afterstates are trained,
-    # drawn at random (a position under a threat has a -1 for nearly every move); 0 = all
-    label_threats: int = 0  # with rule_labels, a move that wins through a chain of up to this many forcing threats
-    # ending in a fork is labelled too (gamma ** (d + 1)), and with fork_defence_labels a checked afterstate where
-    # the opponent has one (-gamma ** (d + 1)): the rules' values of play_threats (ttt.games.exact.rule_values)
     label_weight: float = 0.0  # > 0: a run's labels (rule_labels, random_labels) are a mean of their own in its loss,
     # weighing this many times the mean of its TD targets (td.example_weights); 0: one mean over all examples
     frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
@@ -65,20 +58,11 @@ class Config:
     search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
     # trained toward the network's value of the opponent's best reply (labels.reply_targets)
     symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
-    search_backup: bool = False  # every legal afterstate of the learners' positions that the rules do not value
-    # is also trained toward the network's value of the opponent's best reply (a depth-2 minimax backup over the
-    # positions visited, TreeStrap-like: labels.reply_targets), beside the epsilon-greedy TD(0) target
-    reply_targets: bool = False  # each learner afterstate that does not end its game is also trained toward the
-    # network's value of the opponent's best reply (a one-ply search: labels.chosen_reply_targets), beside TD(0)
     target_every: int = 0  # > 0: the TD(0) bootstrap values the chosen move with a copy of the network re-taken
     # every this many games (a target network: the learning network chooses, the copy values, as double
     # Q-learning separates them); 0: the learning network values its own choice, which biases the values up
     td_lambda: float = 0.0  # > 0: each afterstate's target is its λ-return, computed when its game ends (TD(λ),
     # forward view: td.lambda_targets); 1: the outcome itself (Monte Carlo); 0: TD(0), online, every ply
-    learn_opponent_moves: bool = False  # the opponent's afterstates (random, benchmark or frozen player) are
-    # trained too, each from the opponent's view toward its next one (TD(0), as both seats are in self-play);
-    # the opponent still chooses its moves. Not with rule_labels, search_backup, reply_targets, random/rank labels
-    # or td_lambda
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -94,25 +78,13 @@ class Config:
                                       "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
                                       "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
-                                      "rule_label_cap": NON_NEGATIVE, "label_threats": NON_NEGATIVE,
                                       "label_weight": NON_NEGATIVE,
                                       "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
                                       "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
                                       "target_every": NON_NEGATIVE, "td_lambda": UNIT})
-        if self.learn_opponent_moves:
-            for key in ("rule_labels", "search_backup", "reply_targets", "random_labels", "rank_labels", "td_lambda"):
-                if getattr(self, key):
-                    raise ConfigError(f"agent.learn_opponent_moves=true does not combine with agent.{key}="
-                                      f"{getattr(self, key)}")
-        if self.label_threats and not self.rule_labels:
-            raise ConfigError("agent.label_threats > 0 labels the learner's positions: set agent.rule_labels=true too")
         if self.rank_head and not self.rank_labels:
             raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
                               "set agent.rank_labels > 0 too")
-
-    def labels_per_ply(self) -> bool:
-        """Whether each ply trains labels of the positions played besides TD(0) (per run, Trainer.step)."""
-        return bool(self.rule_labels or self.search_backup or self.reply_targets)
 
 
 def training_rules(settings: Config) -> Rules:

@@ -99,7 +99,7 @@ class Trainer:
         self.target_taken_at = np.zeros(k, dtype=np.int64)
         self.frozen_taken_at = np.full(k, -1, dtype=np.int64)
         self.frozen_refreshes = np.zeros(k, dtype=np.int64)
-        self.benchmark = BenchmarkPlayer(game, settings.benchmark_safe)
+        self.benchmark = BenchmarkPlayer(game)
         self.num_envs = b = int(num_envs)
         self.games = BatchedGames(game, k * b, xp.device)
         envs = xp.arange(k * b)
@@ -227,11 +227,7 @@ class Trainer:
         g, settings, xp = self.games, self.settings, self.xp
         mover = xp.copy(g.to_play)
         learner = self.learner_mask()
-        # the games whose mover's afterstate is trained: the learners', and the opponents' with learn_opponent_moves
-        if settings.learn_opponent_moves:
-            lrn = xp.arange(len(g)) if self._live is None else xp.flatnonzero(self._live)
-        else:
-            lrn = xp.flatnonzero(learner)
+        lrn = xp.flatnonzero(learner)  # the games whose mover's afterstate is trained
         chosen = xp.full(len(g), -1, "int64")
         tactics = self.tactics(lrn)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
@@ -241,13 +237,10 @@ class Trainer:
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
-            # the learners among them choose by the network (all of them unless the opponents' moves are trained)
-            mine = xp.flatnonzero(learner[lrn]) if settings.learn_opponent_moves else None
-            rows, scores = (lrn, order) if mine is None else (lrn[mine], order[mine])
             parts = [(at, epsilon_at(settings, int(self.run_episodes[r])), self.rngs[r])
-                     for r, at in self.each_run(rows)]
+                     for r, at in self.each_run(lrn)]
             if parts:  # each run's epsilon-greedy choice, from its own stream
-                chosen[rows] = epsilon_greedy_parts(scores, parts, xp)
+                chosen[lrn] = epsilon_greedy_parts(order, parts, xp)
             others = ~learner if self._live is None else ~learner & self._live
             curriculum.opponent_moves(self, xp.flatnonzero(others), chosen)
         new_value = bootstrap_values(values, chosen[lrn], xp)
@@ -272,17 +265,9 @@ class Trainer:
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
         gamma, nets, td_count = float(settings.gamma), self.nets, sum(len(p.targets) for p in parts)
-        for r, at in self.each_run(lrn) if settings.labels_per_ply() else ():
-            t = None if tactics is None else tactics.take(at)  # run r's rows
-            if settings.rule_labels and t is not None:
-                parts.append(labels.rule_targets(lrn[at], views[at], t, gamma, self.game, settings.fork_defence_labels,
-                                                 self.rngs[r], settings.rule_label_cap, settings.label_threats))
-            if settings.search_backup:
-                parts.append(labels.search_backup_targets(lrn[at], views[at], g_legal[at], t, nets[r], self.game,
-                                                          gamma, self.rules))
-            if settings.reply_targets:
-                parts.append(labels.chosen_reply_targets(lrn[at], after[at], g.done[lrn[at]], nets[r], self.game,
-                                                         gamma, self.rules))
+        for r, at in self.each_run(lrn) if settings.rule_labels and tactics is not None else ():
+            parts.append(labels.rule_targets(lrn[at], views[at], tactics.take(at), gamma, self.game,
+                                             settings.fork_defence_labels, self.rngs[r]))
         batch = Targets.concat(parts)
         runs = self.run_of[batch.rows]  # the run of each example (labels of random play: below)
         pairs = [None] * self.k
