@@ -320,6 +320,15 @@ def test_the_shipped_alphazero_plays_through_the_api():
         assert len(g["moves"]) == 2 and g["seats"]["O"]["label"] == "alphazero_444"
 
 
+def test_the_shipped_plain_learner_plays_through_the_api():
+    with local_client(create_app(SHIPPED_FOLDER)) as client:
+        assert {"name": "dqn_444_plain", "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
+        g = new(client, "4x4x4", "human", "checkpoint:dqn_444_plain")
+        g = post(client, g, "move", {"move": "0,0,0"}).json()
+        g = post(client, g, "step").json()
+        assert len(g["moves"]) == 2 and g["seats"]["O"]["label"] == "dqn_444_plain"
+
+
 def test_games_are_capped_in_count_and_idle_time():
     now = [0.0]
     table = GameTable(max_games=2, max_idle_s=60, clock=lambda: now[0])
