@@ -311,22 +311,14 @@ def test_the_shipped_network_plays_and_hints_through_the_api():
         assert hint["source"] == "dqn_444" and len(hint["values"]) == 62
 
 
-def test_the_shipped_alphazero_plays_through_the_api():
+@pytest.mark.parametrize("name", ["alphazero_444", "dqn_444_plain"])
+def test_the_other_shipped_players_play_through_the_api(name):
     with local_client(create_app(SHIPPED_FOLDER)) as client:
-        assert {"name": "alphazero_444", "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
-        g = new(client, "4x4x4", "human", "checkpoint:alphazero_444")
+        assert {"name": name, "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
+        g = new(client, "4x4x4", "human", f"checkpoint:{name}")
         g = post(client, g, "move", {"move": "0,0,0"}).json()
         g = post(client, g, "step").json()
-        assert len(g["moves"]) == 2 and g["seats"]["O"]["label"] == "alphazero_444"
-
-
-def test_the_shipped_plain_learner_plays_through_the_api():
-    with local_client(create_app(SHIPPED_FOLDER)) as client:
-        assert {"name": "dqn_444_plain", "board": "4x4x4"} in client.get("/api/options").json()["checkpoints"]
-        g = new(client, "4x4x4", "human", "checkpoint:dqn_444_plain")
-        g = post(client, g, "move", {"move": "0,0,0"}).json()
-        g = post(client, g, "step").json()
-        assert len(g["moves"]) == 2 and g["seats"]["O"]["label"] == "dqn_444_plain"
+        assert len(g["moves"]) == 2 and g["seats"]["O"]["label"] == name
 
 
 def test_games_are_capped_in_count_and_idle_time():
