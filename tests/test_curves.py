@@ -297,3 +297,12 @@ def test_score_panels_of_score_four_runs_draw_the_papers_end_figures_as_dashed_l
     assert drawn[-1] == [0.294, 0.973] and len(drawn) == 3
     with pytest.raises(plot_module.PlotError, match="no run logs"):
         plot_module.plot_curves(groups, [("eval/x/score",)], tmp_path / "g.png")
+
+
+def test_bands_are_clipped_to_the_range_each_quantity_can_take():
+    from ttt.plot import bounds_of
+
+    assert bounds_of("eval/benchmark/score") == bounds_of("eval/random/win_rate") == (0.0, 1.0)
+    assert bounds_of("train/health/saturated") == (0.0, 1.0)  # a share of afterstates
+    assert bounds_of("train/health/leaves_win") == bounds_of("train/health/win") == (-1.0, 1.0)  # mean values
+    assert bounds_of("train/health/logit") is None and bounds_of("train/td_loss") is None

@@ -5,8 +5,8 @@ sweep folder; or a CSV file of runs that ``experiments/summarize.py format=runs`
 TensorBoard's own reader, groups the runs by their settings (Hydra overrides
 without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
-bands of rates and scores are clipped to [0, 1]). Legends name what differs between settings; the
-title holds what they share. A point that is no finite number (``nan``, ``inf``) is left out, with a
+bands of rates, scores and shares are clipped to the range they can take). Legends name what differs
+between settings; the title holds what they share. A point that is no finite number (``nan``, ``inf``) is left out, with a
 note on stderr.
 
 Arguments (``key=value`` after ``DIR``):
@@ -163,8 +163,13 @@ def _draw_reference(ax, runs: list[RunLog], tag: str, color) -> None:
 
 
 def bounds_of(tag: str) -> tuple[float, float] | None:
-    """The range a tag's values can take: [0, 1] for ``eval/`` rates and scores, else unbounded."""
-    return (0.0, 1.0) if tag.startswith("eval/") and tag.endswith(("score", "_rate")) else None
+    """The range a tag's values can take: [0, 1] for ``eval/`` rates and scores and the share of saturated
+    values (``train/health/saturated``); [-1, 1] for the health figures' mean values; else unbounded."""
+    if tag == "train/health/saturated" or (tag.startswith("eval/") and tag.endswith(("score", "_rate"))):
+        return (0.0, 1.0)
+    if tag in ("train/health/win", "train/health/leaves_win"):
+        return (-1.0, 1.0)
+    return None
 
 
 def _figure(panels: int, height: float = 3.6):
