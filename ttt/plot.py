@@ -6,8 +6,8 @@ TensorBoard's own reader, groups the runs by their settings (Hydra overrides
 without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
 bands of rates, scores and shares are clipped to the range they can take). Legends name what differs
-between settings; the title holds what they share. A point that is no finite number (``nan``, ``inf``) is left out, with a
-note on stderr.
+between settings; the title holds what they share. A point that is no finite number (``nan``, ``inf``)
+is left out, with a note on stderr.
 
 Arguments (``key=value`` after ``DIR``):
 
