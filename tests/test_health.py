@@ -84,20 +84,21 @@ def test_figures_without_afterstates_to_measure_are_nan():
     assert all(math.isnan(x) for x in nothing.values())
 
 
-def test_recent_keeps_each_runs_newest_positions_in_a_ring():
-    recent = Recent(2, 9, NUMPY, size=4)
-    boards = np.arange(6 * 9).reshape(6, 9) % 3 - 1
-    runs = np.zeros(6, dtype=np.int64)
-    recent.add(runs[:3], boards[:3], boards[:3] == 0)
-    recent.add(runs[3:], boards[3:6], boards[3:6] == 0)
+def test_recent_keeps_the_newest_positions_each_marked_with_its_run():
+    recent = Recent(2, 9, NUMPY, size=4)  # one ring of 8 entries
+    boards = (np.arange(12 * 9).reshape(12, 9) % 3 - 1).astype(np.int8)
+    rows = lambda x: sorted(map(tuple, np.asarray(x).tolist()))  # noqa: E731
+    recent.add(np.zeros(6, dtype=np.int64), boards[:6], boards[:6] == 0)
     views, legal = recent.of(0)
-    assert sorted(map(tuple, views.tolist())) == sorted(map(tuple, boards[2:6].tolist()))
-    assert (legal == (views == 0)).all()
+    assert rows(views) == rows(boards[:6]) and (legal == (views == 0)).all()
     assert recent.of(1)[0].shape == (0, 9)  # run 1 met nothing yet
-    recent.add(np.array([1, 0, 1, 1, 1, 1]), boards, boards == 0)  # run 1: 5 rows, more than the ring holds
-    assert sorted(map(tuple, recent.of(1)[0].tolist())) == sorted(map(tuple, boards[2:].tolist()))
-    assert int(recent.count[0]) == 7 and int(recent.count[1]) == 4
-    assert POSITIONS >= 256
+    runs = np.array([1, 0, 1, 1, 0, 1])
+    recent.add(runs, boards[6:], boards[6:] == 0)  # 12 written: the newest 8 are kept, rows 4 to 11
+    assert rows(recent.of(0)[0]) == rows(boards[[4, 5, 7, 10]])
+    assert rows(recent.of(1)[0]) == rows(boards[[6, 8, 9, 11]])
+    recent.add(np.ones(20, dtype=np.int64), np.tile(boards[:1], (20, 1)), np.ones((20, 9), dtype=bool))
+    assert len(recent.of(1)[0]) == 8 and len(recent.of(0)[0]) == 0  # more than the ring holds: the newest 8
+    assert recent.count == 20 and POSITIONS >= 256  # 6 + 6 + the 8 of the 20 it could hold
 
 
 def test_the_learners_scalars_hold_the_health_figures_of_its_recent_positions(compose_train):

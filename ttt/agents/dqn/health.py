@@ -72,29 +72,33 @@ def _mean(x: np.ndarray) -> float:
 
 
 class Recent:
-    """The last ``size`` positions (from the mover's view) and legal masks a run's learners met: a ring
-    per run, written every ply (a copy of rows the trainer has already; no random draw, so the runs are
-    the same with it), read by ``health``. On the trainer's device; not saved in checkpoints."""
+    """The positions (from the mover's view) and legal masks the learners met last: one ring shared by the
+    runs, ``size`` a run (``size * runs`` in all), each entry marked with its run, written every ply in one
+    step (a copy of rows the trainer has already; no random draw, so the runs are the same with it), read
+    by ``health``. Runs side by side step together, so each keeps about ``size`` of its newest positions.
+    On the trainer's device; not saved in checkpoints."""
 
     def __init__(self, runs: int, cells: int, xp, size: int = POSITIONS) -> None:
-        self.xp, self.size = xp, int(size)
-        self.views = xp.zeros((runs, self.size, cells), "int8")
-        self.legal = xp.zeros((runs, self.size, cells), "bool")
-        self.count = np.zeros(runs, dtype=np.int64)  # positions written so far, per run
+        self.xp, self.capacity = xp, int(size) * int(runs)
+        self.views = xp.zeros((self.capacity, cells), "int8")
+        self.legal = xp.zeros((self.capacity, cells), "bool")
+        self.run = xp.full(self.capacity, -1, "int64")  # the run of each entry, -1 while empty
+        self.count = 0  # positions written so far
 
     def add(self, runs, views, legal) -> None:
-        """Keep the positions ``views`` with their ``legal`` masks, each in the ring of its run (``runs``,
-        one per row; the newest ``size`` of each run's)."""
+        """Keep the positions ``views`` with their ``legal`` masks, each marked with its run (``runs``, one
+        per row); the oldest entries give way."""
+        n = min(len(views), self.capacity)
+        if not n:
+            return
         xp = self.xp
-        for r in np.unique(xp.numpy(runs)).tolist():
-            mine = xp.flatnonzero(runs == r)[-self.size:]
-            n = len(mine)
-            at = xp.asarray((int(self.count[r]) + np.arange(n)) % self.size)
-            self.views[r, at] = xp.astype(views[mine], "int8")
-            self.legal[r, at] = legal[mine]
-            self.count[r] += n
+        at = xp.asarray((self.count + np.arange(n)) % self.capacity)
+        self.views[at] = xp.astype(views[-n:], "int8")
+        self.legal[at] = legal[-n:]
+        self.run[at] = runs[-n:]
+        self.count += n
 
     def of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Run ``r``'s kept positions and legal masks, numpy arrays on the host."""
-        n = min(int(self.count[r]), self.size)
-        return self.xp.numpy(self.views[r, :n]), self.xp.numpy(self.legal[r, :n])
+        mine = self.xp.flatnonzero(self.run == r)
+        return self.xp.numpy(self.views[mine]), self.xp.numpy(self.legal[mine])
