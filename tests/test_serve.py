@@ -456,3 +456,15 @@ def test_the_latency_script_reads_the_servers_log(capsys, experiment_script):
     assert experiment_script("serve_latency").main(["games=2", "agent=benchmark", "board=3x3", "port=0", "cores="]) == 0
     out = capsys.readouterr().out
     assert re.search(r"/step wall: \d+ requests, median \d+\.\d ms", out) and "/hint CPU" in out, out
+
+
+def test_a_run_folder_with_checkpoints_of_two_runs_is_left_off_the_shelf(tmp_path, caplog):
+    from ttt.web.games import CheckpointShelf
+
+    for name in ("one", "both"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "checkpoint.pt").write_bytes(Path(SHIPPED_CHECKPOINT).read_bytes())
+    (tmp_path / "both" / "checkpoint.npz").write_bytes(b"a tabular run's table")
+    with caplog.at_level("WARNING", logger="ttt.serve"):
+        assert CheckpointShelf(tmp_path).paths() == {"one": tmp_path / "one" / "checkpoint.pt"}
+    assert "holds both checkpoint.pt and checkpoint.npz" in caplog.text and "left out" in caplog.text

@@ -32,7 +32,7 @@ from ttt.games import BOARDS, FIRST, SECOND, Game, State, make_game
 from ttt.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
 from ttt.players import Player
 from ttt.players.stop import SearchStopped
-from ttt.specs import load_agents, parse_spec
+from ttt.specs import checkpoint_file, load_agents, parse_spec
 
 log = logging.getLogger("ttt.serve")
 
@@ -75,10 +75,13 @@ class CheckpointShelf:
             if entry.is_file() and entry.suffix in (".pt", ".npz") and NAME.fullmatch(entry.stem):
                 found.setdefault(entry.stem, entry)
             elif entry.is_dir() and NAME.fullmatch(entry.name):
-                for file in ("checkpoint.pt", "checkpoint.npz"):
-                    if (entry / file).is_file():
-                        found[entry.name] = entry / file
-                        break
+                try:
+                    path = checkpoint_file(str(entry))
+                except CheckpointError as e:  # checkpoint.pt beside checkpoint.npz: two runs' checkpoints
+                    log.warning("%s; left out", one_line(e))
+                    continue
+                if path.is_file():
+                    found[entry.name] = path
         return found
 
     def _load(self, path: Path) -> tuple[Player | None, str]:
