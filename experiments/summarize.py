@@ -19,7 +19,7 @@ where=KEY:V|V,...  only the runs whose facts match (``ttt.curves.parse_where``):
               match one.
 
 format=md     one Markdown row per setting (the default); with a column of the block rate (the mean
-              of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.defence``) when
+              of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.evaluation.defence``) when
               the runs log it
 format=csv    the same as CSV (``block_rate_mean``, ``block_rate_sd``: empty where not logged)
 format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean,
@@ -54,7 +54,7 @@ from pathlib import Path
 
 from ttt.cli import exit_on_help, run_cli
 from ttt.curves import (
-    BLOCK_RATE,  # the share of forced blocks taken (ttt.defence), beside the score
+    BLOCK_RATE,  # the share of forced blocks taken (ttt.evaluation.defence), beside the score
     NETWORK_NAMES,
     PAPER,  # the paper's table
     RunLog,

@@ -86,7 +86,7 @@ def test_eval_alone_plays_each_evaluation_again_with_the_network_alone(compose_t
     """``eval_alone=true``: beside ``eval/``, ``eval_alone/<opponent>/score`` is the same match played by the
     network without its rules; at the end it is exactly the match of the checkpoint's player without rules."""
     from ttt.agents import load_player
-    from ttt.evaluate import play_match
+    from ttt.evaluation.evaluate import play_match
     from ttt.games import make_game
     from ttt.players import make_player
 

@@ -20,7 +20,7 @@ from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer
 from ttt.agents.dqn.labels import rank_orders
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import rule_values

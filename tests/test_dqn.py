@@ -33,7 +33,7 @@ from ttt.agents.dqn import (
     training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
 from ttt.nets.structured import build_value_net

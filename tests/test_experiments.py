@@ -689,8 +689,8 @@ def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(exp
     add up to the suite's 600 and their rates to the suite's rate, which is ``ttt.tactics``'s."""
     import csv
 
+    from ttt.evaluation.suites import suite_results, without_rules
     from ttt.specs import load_agents
-    from ttt.suites import suite_results, without_rules
 
     script = experiment_script("blocks_by_line")
     out = tmp_path / "rows.csv"

@@ -14,13 +14,12 @@ ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot"
                 "ttt.calibration", "ttt.recalibrate")
 # the layers, lowest first: a module may import from its own layer and the layers before it
 LAYERS = (
-    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.clock", "ttt.device", "ttt.elo", "ttt.curves", "ttt.event_file")),
+    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.clock", "ttt.device", "ttt.curves", "ttt.event_file")),
     ("games", ("ttt.games",)),
     ("config", ("ttt.config",)),
     ("nets", ("ttt.nets",)),
     ("players", ("ttt.players", "ttt.interop")),
-    ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality",
-                    "ttt.value_games")),
+    ("evaluation", ("ttt.evaluation",)),
     ("agents", ("ttt.agents",)),
     ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.multirun", "ttt.training", "ttt.envs", "ttt.human",
                  "ttt.web")),

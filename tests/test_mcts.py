@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.players import PLAYERS, make_player

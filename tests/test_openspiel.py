@@ -242,7 +242,7 @@ def test_player_takes_a_win_blocks_and_repeats_with_a_seed():
 
 
 def test_player_plays_matches_through_the_evaluator():
-    from ttt.evaluate import play_match
+    from ttt.evaluation.evaluate import play_match
 
     game = make_game("4x4x4")
     r = play_match(game, make_player("openspiel_mcts", game, simulations=30), make_player("random", game), 4, seed=0)

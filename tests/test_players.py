@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import PLAYERS, make_player
 from ttt.players.search import MATE, WIN, AlphaBetaPlayer, PerfectPlayer

@@ -1,4 +1,5 @@
-"""ttt.suites and ttt.tactics: the shipped suites (counts, definitions, verification, regeneration), measuring."""
+"""ttt.evaluation.suites and ttt.tactics: the shipped suites (counts, definitions, verification, regeneration),
+measuring."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-import ttt.suites as ts
+import ttt.evaluation.suites as ts
 import ttt.tactics as tt
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import completing_moves, playable

@@ -240,7 +240,7 @@ GAME_BYTES_PER_CELL = 16
 
 
 def match_bytes(game: Any, networks: list[Any], games: int) -> int:
-    """About the memory ``ttt.evaluate.play_match`` needs for ``games`` games between players with
+    """About the memory ``ttt.evaluation.evaluate.play_match`` needs for ``games`` games between players with
     ``networks`` (the settings of those that have one): the games of one seat, the larger half, are
     played side by side, each with its board and its legal afterstates through the larger network."""
     return (games + 1) // 2 * (GAME_BYTES_PER_CELL * game.num_cells

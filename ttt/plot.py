@@ -14,7 +14,7 @@ Arguments (``key=value`` after ``DIR``):
 ``figure=curves``    (default) one panel per tag of ``tags``, one line per setting
 ``figure=openings``  the values of the opening moves, one panel per setting: tabular afterstate TD's
                      ``train/opening_value/cell_<c>`` (every log point), or a network's
-                     ``eval/values/opening/cell_<c>`` (every evaluation; ``ttt.value_quality``);
+                     ``eval/values/opening/cell_<c>`` (every evaluation; ``ttt.evaluation.value_quality``);
                      3x3: centre, corner, edge
 ``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
                      per setting and opponent
@@ -23,7 +23,7 @@ Arguments (``key=value`` after ``DIR``):
                      eval/benchmark:safe=false/score]`` takes the second for runs tested against
                      that), ``eval/defence/block_rate`` (the share of forced blocks taken in the
                      evaluation games) and ``eval/defence/miss_value`` (the network's value of the
-                     missed ones; exact -1), ``ttt.defence``
+                     missed ones; exact -1), ``ttt.evaluation.defence``
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
 ``output=FIG.png``   where to write the figure (default ``<the first DIR>/<figure>.png``)
@@ -67,10 +67,10 @@ from ttt.curves import (
 )
 
 FIGURES = ("curves", "openings", "outcomes", "defence")
-DEFENCE = ("eval/defence/block_rate", "eval/defence/miss_value")  # ttt.defence
+DEFENCE = ("eval/defence/block_rate", "eval/defence/miss_value")  # ttt.evaluation.defence
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": "", "where": "",
             "panels": ""}
-# tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
+# tabular afterstate TD's table, or a network's mean over the class (ttt.evaluation.value_quality.ValueTags)
 OPENING_TAG = re.compile(r"^(?:train/opening_value|eval/values/opening)/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
 

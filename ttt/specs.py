@@ -270,7 +270,7 @@ def suite_checkpoints(targets: list[str | Path]) -> list[Path]:
     each checked before any is measured: that it exists and that suites ship for its board. A one-line
     ValueError (or CheckpointError) names the first that fails."""
     from ttt.checkpoint import load_checkpoint
-    from ttt.suites import BOARDS, has_suites
+    from ttt.evaluation.suites import BOARDS, has_suites
 
     files = [checkpoint_file(str(t)) for t in targets]
     for target, path in zip(targets, files, strict=True):

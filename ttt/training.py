@@ -39,11 +39,12 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval_cpu/<opponent>/score``            the same, its step the CPU milliseconds of training (``train/cpu_seconds``)
 ``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``)
 ``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
-``eval/tactics/<suite>``                 a ``ttt.suites`` suite solved by the network alone (4x4x4, ``eval_tactics``)
+``eval/tactics/<suite>``                 a ``ttt.evaluation.suites`` suite solved by the network alone (4x4x4,
+                                         ``eval_tactics``)
 ``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share taken),
-                                         ``miss_value``, ``forced`` (how many; ``ttt.defence``)
+                                         ``miss_value``, ``forced`` (how many; ``ttt.evaluation.defence``)
 ``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won against
-                                         lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
+                                         lost in its games); exact: 3x3, 4x4 (``ttt.evaluation.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
 ``eval_alone/...``                       dqn, ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules
 ``train/episodes_per_sec``               training games per second since the last log
@@ -77,12 +78,12 @@ from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, writ
 from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
 from ttt.curves import eval_tag
 from ttt.device import array_device
-from ttt.evaluate import MatchResult, play_match
+from ttt.evaluation.evaluate import MatchResult, play_match
+from ttt.evaluation.value_quality import evaluation_scalars
 from ttt.event_file import EventFile
 from ttt.learners import check_values
 from ttt.players import Player
 from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
-from ttt.value_quality import evaluation_scalars
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points

@@ -31,7 +31,7 @@ import numpy as np
 from ttt.agents.tabular import TablePlayer, check_board, peak_rss_mb, piece_digit
 from ttt.checkpoint import save_checkpoint
 from ttt.config import NON_NEGATIVE, UNIT, agent_settings, check_ranges
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
 from ttt.games.solved import digits_of, legal_cells, winners_of
 from ttt.players import Player
@@ -140,9 +140,9 @@ def worst_result(player: Player, solver: Player, seat: int, opponent: str = "opt
     Searches every game in which ``player`` plays any of its greedy moves (all ties) and the
     opponent plays any move the ``solver`` rates best (``opponent="optimal"``: every line a
     randomised perfect player can take) or any legal move (``"any"``: the best response of
-    ``ttt.exploitability``). -1 means some such game is lost.
+    ``ttt.evaluation.exploitability``). -1 means some such game is lost.
     """
-    from ttt.exploitability import best_response
+    from ttt.evaluation.exploitability import best_response
 
     if opponent not in ("optimal", "any"):
         raise ValueError(f"opponent must be 'optimal' or 'any', got {opponent!r}")

@@ -1,11 +1,11 @@
 """The boards and what each offers, in one table: its geometry (``ttt.games.make_game``), OpenSpiel's own
 implementation of it (``ttt.interop.openspiel``, ``ttt.perf``), exact exploitability
-(``ttt.exploitability``), perfect play (``ttt.players.search.PerfectPlayer``) and shipped tactics suites
-(``ttt.suites``); and, per entry point, the board it plays when none is named (``DEFAULT_BOARDS``).
+(``ttt.evaluation.exploitability``), perfect play (``ttt.players.search.PerfectPlayer``) and shipped tactics suites
+(``ttt.evaluation.suites``); and, per entry point, the board it plays when none is named (``DEFAULT_BOARDS``).
 
 The modules that use a fact read it here: ``ttt.games.BOARDS``, ``ttt.interop.openspiel.NATIVE_GAMES``,
-``ttt.perf.OPENSPIEL_GAMES``, ``ttt.exploitability.EXPLOIT_BOARDS``, ``ttt.players.search.PERFECT_BOARDS``,
-``ttt.suites.BOARDS`` and the default boards (``ttt.interop.openspiel.DEFAULT_BOARD``,
+``ttt.perf.OPENSPIEL_GAMES``, ``ttt.evaluation.exploitability.EXPLOIT_BOARDS``, ``ttt.players.search.PERFECT_BOARDS``,
+``ttt.evaluation.suites.BOARDS`` and the default boards (``ttt.interop.openspiel.DEFAULT_BOARD``,
 ``ttt.web.app.DEFAULT_BOARD``, ``ttt.specs.DEFAULT_GAME``) are views of this table. Pure data: it
 imports nothing of the package, so every layer can read it.
 """

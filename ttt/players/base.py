@@ -38,7 +38,7 @@ class Player:
 
     def greedy_values(self, state: State) -> dict[int, float] | None:
         """When ``act`` plays a best move of these values with ties broken at random: the values (any
-        best move is one it may play; ``ttt.exploitability`` follows them all). None otherwise (default)."""
+        best move is one it may play; ``ttt.evaluation.exploitability`` follows them all). None otherwise (default)."""
         return None
 
     # ---- optional, for learners that keep learning while they play (``ttt.play learn=true``)

@@ -32,7 +32,7 @@ from ttt.checkpoint import CheckpointError, save_checkpoint, seed_folder
 from ttt.cli import Interrupted
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
-from ttt.evaluate import Recorded
+from ttt.evaluation.evaluate import Recorded
 from ttt.games.arrays import arrays_for
 
 

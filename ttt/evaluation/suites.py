@@ -57,7 +57,7 @@ from ttt.players import Player, make_player
 
 SUITES = ("win", "block", "fork", "block_fork")
 BOARDS = boards_with("tactics")  # the boards with shipped suites (ttt.games.boards)
-DATA_DIR = Path(__file__).resolve().parent / "data" / "tactics"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "tactics"
 FORMAT_VERSION = 1
 
 # generation: these settings reproduce the shipped files
