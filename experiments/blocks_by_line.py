@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import ArgumentParser, print_csv, run_cli
-from ttt.specs import checkpoint_file, suite_checkpoints
+from ttt.harness.specs import checkpoint_file, suite_checkpoints
 
 KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
 
@@ -43,7 +43,7 @@ def threat_orbits(game, orbit: np.ndarray, boards: np.ndarray, to_play: np.ndarr
 def rows_of(path: Path, rules: bool) -> list[dict]:
     from ttt.evaluation.suites import load_suites, solved_by, suite_moves, without_rules
     from ttt.games.symmetry import line_orbits
-    from ttt.specs import load_agents
+    from ttt.harness.specs import load_agents
 
     game, [(_, player)] = load_agents([{"checkpoint": str(checkpoint_file(path))}], None)
     if not rules:

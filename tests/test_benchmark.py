@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import ttt.benchmark as bm
-import ttt.specs as specs
+import ttt.harness.specs as specs
 from ttt.agents import AGENTS
 from ttt.agents.dqn import NO_RULES
 from ttt.checkpoint import CheckpointError, save_checkpoint

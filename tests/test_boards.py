@@ -31,8 +31,9 @@ def test_the_facts_of_the_table():
 
 
 def test_the_modules_read_their_boards_from_the_table():
-    from ttt import perf, specs
+    from ttt import perf
     from ttt.evaluation import exploitability, suites
+    from ttt.harness import specs
     from ttt.players import search
 
     assert search.PERFECT_BOARDS == boards_with("perfect")

@@ -1,14 +1,14 @@
-"""The training clock (``ttt.clock``): CPU seconds of training with the evaluations left out, logged as
+"""The training clock (``ttt.harness.clock``): CPU seconds of training with the evaluations left out, logged as
 ``train/cpu_seconds`` at every checkpoint, and carried over when a run is resumed."""
 
 from __future__ import annotations
 
 import pytest
 
-from ttt import clock
-from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
 from ttt.config import ConfigError
-from ttt.curves import read_run
+from ttt.harness import clock
+from ttt.harness.clock import CPU_TAG, TrainingClock, left_out, logged_at
+from ttt.harness.curves import read_run
 from ttt.train import train
 
 

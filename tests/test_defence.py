@@ -171,7 +171,7 @@ def test_seats_are_batches_and_the_player_is_its_own():
 
 
 def test_a_dqn_run_logs_defence_and_the_auc_of_its_evaluation_games(compose_train, tmp_path):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
     from ttt.train import train
 
     # the paper's learner on Score Four, hardly trained: it meets forced blocks and loses games to the benchmark

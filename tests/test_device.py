@@ -25,9 +25,9 @@ from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, r
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import rule_values
 from ttt.games.threats import MoveTactics, completing_moves, forced_wins, move_tactics, playable, threat_depths
+from ttt.harness.training import Run
 from ttt.perf import recipe_throughput, training_throughput
 from ttt.players import BenchmarkPlayer, RandomPlayer
-from ttt.training import Run
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 ARRAY_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]  # torch tensors there

@@ -29,10 +29,10 @@ from test_play import compose_play
 import ttt.checkpoint
 from ttt.checkpoint import atomic_write, load_checkpoint, save_checkpoint
 from ttt.cli import Interrupted, OutputError, guard_hydra_record, run_cli, write_json
+from ttt.harness.run_dir import ASIDE, LOCK_NAME, process_start
+from ttt.harness.training import Run
 from ttt.players import make_player
-from ttt.run_dir import ASIDE, LOCK_NAME, process_start
 from ttt.train import train
-from ttt.training import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",
@@ -276,7 +276,7 @@ def test_case_1_overwrite_with_a_bad_seed_deletes_nothing_and_a_failed_start_put
     def broken(*args, **kwargs):
         raise OSError(errno.EIO, "Input/output error", str(run / "tb"))
 
-    monkeypatch.setattr("ttt.training.EventFile", broken)
+    monkeypatch.setattr("ttt.harness.training.EventFile", broken)
     with pytest.raises(OSError):
         train(compose_train([*TINY, "overwrite=true"]))
     monkeypatch.undo()
@@ -562,7 +562,7 @@ def test_atomic_write_through_a_symbolic_link_keeps_the_link(tmp_path):
 
 def test_retired_options_at_their_kept_value_resume_and_others_are_refused():
     from ttt.config import ConfigError
-    from ttt.run_dir import RETIRED, config_changes
+    from ttt.harness.run_dir import RETIRED, config_changes
 
     now = {"agent": {"lr": 0.01}}
     kept = {"agent": {"lr": 0.01, **{k.split(".", 1)[1]: v for k, (v, _) in RETIRED.items()}}}

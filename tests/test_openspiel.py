@@ -216,7 +216,7 @@ def test_mctsbot_plays_a_full_game_of_score_four():
 
 # ------------------------------------------------------------------ the openspiel_mcts player
 def test_player_is_in_the_registry_and_parses_as_a_spec():
-    from ttt.specs import parse_spec
+    from ttt.harness.specs import parse_spec
 
     assert parse_spec("openspiel_mcts:200") == ("player", "openspiel_mcts", {"simulations": 200})
     p = make_player("openspiel_mcts", make_game("4x4"), simulations=10)

@@ -46,7 +46,7 @@ def test_registry_has_search_players():
 
 
 def test_table_entries_by_path_are_imported_when_asked_for(monkeypatch):
-    from ttt.specs import parse_spec
+    from ttt.harness.specs import parse_spec
 
     g = make_game("3x3")
     monkeypatch.setitem(PLAYERS, "later", "ttt.players.search:AlphaBetaPlayer")

@@ -254,7 +254,7 @@ def test_cli_help_and_a_one_line_error():
 def test_training_evaluation_logs_tactics_rates_and_spec_opponents(compose_train, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from ttt.training import Run
+    from ttt.harness.training import Run
 
     for on in (True, False):
         cfg = compose_train(["game=4x4x4", "eval_games=2", "eval_opponents=[random,alphabeta:1]",

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from ttt.curves import find_runs
 from ttt.evaluation.value_quality import ValueTags
 from ttt.games import BatchedGames, make_game
+from ttt.harness.curves import find_runs
 from ttt.players import Player, make_player
 
 # 3x3's 4,519 non-terminal afterstates by exact outcome for the player who just moved (docs/calibration.md;

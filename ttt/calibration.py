@@ -116,8 +116,8 @@ from ttt.evaluation.value_quality import (
     values_of_afterstates,
 )
 from ttt.games import Game
+from ttt.harness.specs import agent_spec, board_name, load_agents
 from ttt.players import Player
-from ttt.specs import agent_spec, board_name, load_agents
 
 
 # ------------------------------------------------------------------------------ the whole measure

@@ -6,7 +6,7 @@ extends the ``Config`` dataclass of its learner module (registered as ``agent/<n
 A misspelt key or a wrong type fails at composition. What types cannot rule out (ranges, names,
 a key added with ``+key=...``) ``check_train_config`` refuses before any work starts, with a
 ``ConfigError`` of one line naming the key; the learner's own settings and its fit with the board
-are checked by the harness (``ttt.learners.check_learner``), which knows the learners.
+are checked by the harness (``ttt.harness.learners.check_learner``), which knows the learners.
 
 Every learner turns its ``agent`` section (or the settings stored in its checkpoint) into its
 ``Config`` with ``agent_settings``; each ``Config`` checks its own values in ``__post_init__`` with
@@ -179,8 +179,9 @@ def check_train_config(cfg: Any) -> None:
 
     Checks: no key outside the schemas (``+episods=1`` is a typo, not a setting), numeric ranges,
     the board name, the network, ``resume`` and ``overwrite`` not both, and ``eval_alone`` for dqn only.
-    Raises ConfigError (one line naming the key). The learner's settings (``ttt.learners.check_learner``)
-    and the evaluation opponents are checked by ``ttt.training.Run``, which knows the learners and builds the opponents.
+    Raises ConfigError (one line naming the key). The learner's settings
+    (``ttt.harness.learners.check_learner``) and the evaluation opponents are checked by
+    ``ttt.harness.training.Run``, which knows the learners and builds the opponents.
     """
     from ttt.games import BOARDS
 

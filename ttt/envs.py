@@ -226,7 +226,7 @@ def gym_env(board: str, opponent: str | Player = "random", seat: str = "first",
     """A Gymnasium environment: one agent on ``board`` against ``opponent`` (a player spec or a Player)."""
     game = make_game(board)
     if not isinstance(opponent, Player):
-        from ttt.specs import load_agents
+        from ttt.harness.specs import load_agents
 
         _, [(_, opponent)] = load_agents([opponent], board)
     return TTTGymEnv(game, opponent, seat, render_mode)

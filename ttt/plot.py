@@ -3,7 +3,7 @@
 Reads every run under each ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
 sweep folder; or a CSV file of runs that ``experiments/summarize.py format=runs`` wrote) with
 TensorBoard's own reader, groups the runs by their settings (Hydra overrides
-without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
+without ``seed``; ``ttt.harness.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
 bands of rates and scores are clipped to [0, 1]). Legends name what differs between settings; the
 title holds what they share. A point that is no finite number (``nan``, ``inf``) is left out, with a
@@ -31,7 +31,7 @@ Arguments (``key=value`` after ``DIR``):
                      (what ``summarize.py format=runs`` names a run by), each with one or more values
                      separated by ``|``; e.g. ``where=network:structured_deep`` or
                      ``where=bias:true,protocol:online|batched B=64 lr=0.04``; alternatives separated
-                     by ``;`` keep the runs that match one (``ttt.curves.parse_where``)
+                     by ``;`` keep the runs that match one (``ttt.harness.curves.parse_where``)
 ``panels=KEY``       with ``figure=curves`` and one tag: one panel per value of that fact (e.g.
                      ``panels=regime``), each setting's line named by the facts that differ, in one
                      colour in every panel
@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import exit_on_help, run_cli, write_with_fallback
-from ttt.curves import (
+from ttt.harness.curves import (
     FACTS,
     Band,
     RunLog,
@@ -109,7 +109,7 @@ def parse_args(argv: list[str]) -> tuple[list[Path], dict[str, str]]:
 
 
 def load_groups(roots: Path | list[Path], where: str = "") -> dict[str, list[RunLog]]:
-    """The runs under ``roots`` (folders, or CSV files of runs: ``ttt.curves.runs_csv``; one or a list) by
+    """The runs under ``roots`` (folders, or CSV files of runs: ``ttt.harness.curves.runs_csv``; one or a list) by
     setting, those whose facts match ``where`` (``parse_where``); ``PlotError`` if there are none."""
     roots = [Path(roots)] if isinstance(roots, str | Path) else [Path(r) for r in roots]
     for root in roots:

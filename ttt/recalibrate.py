@@ -48,7 +48,7 @@ from ttt.config import AT_LEAST_ONE, UNIT, Range, check_ranges, check_seed_and_t
 from ttt.device import module_device
 from ttt.evaluation.value_games import fit_scale_shift, outcome_boards, reliability, without_threat_chains
 from ttt.evaluation.value_quality import movers, pearson
-from ttt.specs import checkpoint_file
+from ttt.harness.specs import checkpoint_file
 
 
 @dataclass

@@ -50,7 +50,7 @@ from ttt.evaluation.suites import (
 )
 from ttt.games import Game, make_game
 from ttt.games.render import render_svg
-from ttt.specs import agent_spec, board_name, load_agents
+from ttt.harness.specs import agent_spec, board_name, load_agents
 
 
 # ---------------------------------------------------------------------------------------- entry point

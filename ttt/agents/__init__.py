@@ -2,8 +2,8 @@
 
 * ``Config``: a dataclass, the schema of its ``configs/agent/<name>.yaml`` (registered with Hydra);
 * ``check(cfg, game)``: raises ValueError (one line naming the key) for settings or a board it
-  cannot use; ``ttt.learners.check_learner`` calls it before any work starts;
-* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``
+  cannot use; ``ttt.harness.learners.check_learner`` calls it before any work starts;
+* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.harness.training.Run``
   (``run.resumed`` is the checkpoint to continue from; ``run.start``, ``run.tick`` after every step
   and ``run.finish`` keep the one schedule of evaluations, checkpoints and log lines); it returns
   the final evaluation (``run.write_final``);

@@ -11,7 +11,7 @@ second minimises, a finished game is worth its winner. Sweeps repeat until no va
 * ``in_place: true``: each sweep updates the last ply first and reads the fresh values, so one sweep
   solves the game and a second confirms it (for 4x4, where a sweep costs seconds).
 
-Logged scalars (besides the ``eval/`` tags of ``ttt.training``):
+Logged scalars (besides the ``eval/`` tags of ``ttt.harness.training``):
 ``train/changed_positions`` (values changed by each sweep), ``train/positions`` (reachable
 positions), ``train/positions_per_sec`` (position updates per second of the sweep),
 ``train/start_value`` (value of the empty board after each sweep). There are no episodes and no
@@ -179,7 +179,7 @@ def table_arrays(levels: list[Level]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.harness.learners.check_learner``)."""
     check_board(game, "value_iteration")
     agent_settings(cfg.agent, Config)
 

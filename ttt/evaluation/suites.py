@@ -34,7 +34,7 @@ measures a learned player without its move-selection rules: a player that has th
 playing alone. Fixed and search players have none. The command line is ``ttt.tactics``.
 
 Training logs the rates of the network alone (rules off) as ``eval/tactics/<suite>`` at every
-evaluation on boards with suites (``tactics_rates``, called from ``ttt.training.Run.evaluate``).
+evaluation on boards with suites (``tactics_rates``, called from ``ttt.harness.training.Run.evaluate``).
 """
 
 from __future__ import annotations

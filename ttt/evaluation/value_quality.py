@@ -454,7 +454,7 @@ def games_scalars(game: Game, played: PlayedMoves, valuer: Player | None) -> dic
 
 
 def evaluation_scalars(player: Player, game: Game, tactics: bool) -> dict[str, float]:
-    """What an evaluation logs besides its results (``ttt.training.Run.evaluate``), ``{tag below the
+    """What an evaluation logs besides its results (``ttt.harness.training.Run.evaluate``), ``{tag below the
     group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.evaluation.suites.tactics_rates``); for a player with
     batched values, ``values/<key>`` (``ValueTags.measures`` of its network alone); and for a player that
     kept its moves in the evaluation's games (``ttt.evaluation.evaluate.Recorded``), ``games_scalars`` of them."""

@@ -1,4 +1,4 @@
-"""The harness's side of the learners: what ``ttt.train`` and ``ttt.training.Run`` need to know about
+"""The harness's side of the learners: what ``ttt.train`` and ``ttt.harness.training.Run`` need to know about
 the learner a config names, so that the lower layers (``ttt.config``, ``ttt.device``) need not know
 the learners at all.
 
@@ -25,8 +25,8 @@ from ttt.cli import one_line
 from ttt.config import ConfigError, check_known_keys, check_memory, check_train_config, register_schemas
 from ttt.device import resolve_device
 from ttt.games import Game, make_game
+from ttt.harness.specs import distinct_labels, load_agents
 from ttt.players import Player
-from ttt.specs import distinct_labels, load_agents
 
 
 def register_configs() -> None:

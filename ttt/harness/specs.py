@@ -34,10 +34,10 @@ from ttt.checkpoint import CheckpointError
 from ttt.config import ConfigError
 from ttt.games import BOARDS, Game, make_game
 from ttt.games.boards import DEFAULT_BOARDS
+from ttt.harness.run_dir import CHECKPOINT_NAMES
 from ttt.players import PLAYERS, Player, make_player, player_factory
-from ttt.run_dir import CHECKPOINT_NAMES
 
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = DEFAULT_BOARDS["players"]  # when neither ``game`` nor a checkpoint names the board (ttt.games.boards)
 
 

@@ -32,7 +32,7 @@ import yaml
 
 
 def eval_tag(opponent: str, key: str, seat: str = "both", group: str = "eval") -> str:
-    """The TensorBoard tag of an evaluation figure (``ttt.training.Run.evaluate``). The figures people
+    """The TensorBoard tag of an evaluation figure (``ttt.harness.training.Run.evaluate``). The figures people
     look at first, the score and the win rate over both seats, are ``<group>/<opponent>/<key>``, so they
     open TensorBoard's ``eval`` section; draw and loss rates and the per-seat figures go to
     ``<group>_detail/<opponent>/[<seat>/]<key>``."""

@@ -1,7 +1,7 @@
 """The run folder and its guard: one run per folder, no silent overwrite, resume compared with the
 checkpoint's config, and nothing on disk lost when a start fails.
 
-``RunFolder`` is what ``ttt.training.Run`` opens a folder with:
+``RunFolder`` is what ``ttt.harness.training.Run`` opens a folder with:
 
 * ``check_paths``: the names a run writes (``checkpoint.pt``, ``checkpoint.npz``, ``final_eval.json``,
   ``train.log``, ``train.lock``; ``tb/``) must not be of the wrong kind (a folder called
