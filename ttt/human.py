@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttt.evaluation.suites import has_rules, without_rules
 from ttt.games import Game, IllegalMoveError, State
-from ttt.players import Player
+from ttt.players import Player, has_rules, without_rules
 
 MAX_QUOTED = 20  # characters of a person's input that an error message quotes
 

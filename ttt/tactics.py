@@ -38,7 +38,6 @@ from ttt.evaluation.suites import (
     SUITES,
     Suite,
     generate_suites,
-    has_rules,
     load_suites,
     results_of,
     rule_flags,
@@ -46,11 +45,11 @@ from ttt.evaluation.suites import (
     solved_by,
     suite_moves,
     suite_path,
-    without_rules,
 )
 from ttt.games import Game, make_game
 from ttt.games.render import render_svg
 from ttt.harness.specs import agent_spec, board_name, load_agents
+from ttt.players import has_rules, without_rules
 
 
 # ---------------------------------------------------------------------------------------- entry point

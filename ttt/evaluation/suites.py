@@ -53,7 +53,7 @@ from ttt.checkpoint import atomic_write
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.boards import boards_with
 from ttt.games.threats import completing_moves, forced_blocks, forced_wins, move_tactics, playable
-from ttt.players import Player, make_player
+from ttt.players import Player, has_rules, make_player, without_rules
 
 SUITES = ("win", "block", "fork", "block_fork")
 BOARDS = boards_with("tactics")  # the boards with shipped suites (ttt.games.boards)
@@ -287,22 +287,12 @@ def load_suites(board: str) -> dict[str, Suite]:
 
 
 # ---------------------------------------------------------------------------------------- measuring
-def has_rules(player: Player) -> bool:
-    """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""
-    return callable(getattr(player, "without_rules", None))
-
-
 def rule_flags(player: Player) -> dict[str, bool | int]:
     """The move-selection rules of ``player`` and whether each is on, or how deep (``threats``); {} for a
     player without rules."""
     if not has_rules(player):
         return {}
     return {k: v for k, v in asdict(player.rules).items() if k != "gamma"}
-
-
-def without_rules(player: Player) -> Player:
-    """``player`` without its move-selection rules (the network alone); ``player`` itself if it has none."""
-    return player.without_rules() if has_rules(player) else player
 
 
 def suite_moves(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:

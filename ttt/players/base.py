@@ -65,3 +65,13 @@ class BatchPlayer(Player):
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
+
+
+def has_rules(player: Player) -> bool:
+    """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""
+    return callable(getattr(player, "without_rules", None))
+
+
+def without_rules(player: Player) -> Player:
+    """``player`` without its move-selection rules (the network alone); ``player`` itself if it has none."""
+    return player.without_rules() if has_rules(player) else player
