@@ -529,7 +529,7 @@ def _catches_sigterm(pid: int) -> bool:
 # ------------------------------------------------------------------------------------------ the rest
 def test_a_float_action_in_the_gymnasium_env_is_refused():
     pytest.importorskip("gymnasium")
-    from ttt.envs import gym_env
+    from ttt.interop.envs import gym_env
 
     env = gym_env("3x3", opponent="random")
     env.reset(seed=0)

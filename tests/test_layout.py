@@ -23,7 +23,8 @@ LAYERS = (
     ("players", ("ttt.players", "ttt.interop")),
     ("evaluation", ("ttt.evaluation",)),
     ("agents", ("ttt.agents",)),
-    ("harness", ("ttt.harness", "ttt.envs", "ttt.human", "ttt.web")),
+    # the environments load their opponents by spec (ttt.harness.specs): above the rest of ttt.interop
+    ("harness", ("ttt.harness", "ttt.interop.envs", "ttt.web")),
     ("entry points", ENTRY_POINTS),
 )
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}

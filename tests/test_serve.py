@@ -23,8 +23,8 @@ from ttt.harness.specs import (
     SHIPPED_CHECKPOINT,  # noqa: E402
     load_agents,  # noqa: E402
 )
-from ttt.human import move_hint, open_lines, winning_line  # noqa: E402
 from ttt.players import PLAYERS, Player  # noqa: E402
+from ttt.players.human import move_hint, open_lines, winning_line  # noqa: E402
 from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
 from ttt.web.app import MAX_BODY, create_app  # noqa: E402
 from ttt.web.games import HUMAN, GameTable, RequestError, WebGame  # noqa: E402

@@ -37,8 +37,8 @@ from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import FIRST, Game, State, render_board
 from ttt.games.render import line_text, render_svg
 from ttt.harness.specs import agent_spec, board_name, checkpoint_file, load_agents, parse_spec
-from ttt.human import MoveError, hint_text, move_syntax, parse_move
 from ttt.players import Player
+from ttt.players.human import MoveError, hint_text, move_syntax, parse_move
 
 
 @dataclass

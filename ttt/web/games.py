@@ -30,8 +30,8 @@ from ttt.checkpoint import CheckpointError
 from ttt.cli import one_line
 from ttt.games import BOARDS, FIRST, SECOND, Game, State, make_game
 from ttt.harness.specs import load_agents, parse_spec
-from ttt.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
 from ttt.players import Player
+from ttt.players.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
 from ttt.players.stop import SearchStopped
 
 log = logging.getLogger("ttt.serve")

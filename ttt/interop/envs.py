@@ -38,7 +38,7 @@ try:
     from pettingzoo import AECEnv
     from pettingzoo.utils import AgentSelector, wrappers
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the installed extras
-    raise ModuleNotFoundError(f"ttt.envs needs pettingzoo and gymnasium ({e.name} is not installed): "
+    raise ModuleNotFoundError(f"ttt.interop.envs needs pettingzoo and gymnasium ({e.name} is not installed): "
                               "pip install -e '.[envs]'", name=e.name) from None
 
 from ttt.games import FIRST, Game, State, make_game, render
