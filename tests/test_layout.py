@@ -1,6 +1,7 @@
 """The package's layout rules, read from the source: every module belongs to a layer and imports only
 from its own layer or the layers below it (at module level and inside functions alike), no entry point
-imports another, no module writes into a registry that another module owns, and no module is long."""
+imports another, no module writes into a registry that another module owns, no module is long, and
+ttt/'s root holds few modules (the entry points and what every part shares; the rest in subpackages)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ LAYERS = (
 )
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}
 MAX_LINES = 500
+MAX_ROOT_MODULES = 15  # ttt/'s own .py files, __init__ included: the entry points and what all of ttt shares
 # modules over MAX_LINES, each to be split: the test fails when one is missing here or a new one appears
 OVER_MAX_LINES: set[str] = set()
 
@@ -113,3 +115,13 @@ def test_registries_are_written_only_where_they_are_defined():
 def test_no_module_is_over_the_line_limit():
     long = {module_name(p) for p, _ in modules() if len(p.read_text().splitlines()) > MAX_LINES}
     assert long == OVER_MAX_LINES
+
+
+def test_the_root_of_the_package_holds_few_modules():
+    root = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at ttt/'s root: {', '.join(root)}"
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_is_at_the_root(entry):
+    assert (PACKAGE / f"{entry.split('.')[1]}.py").is_file()  # the README runs it as python -m ttt.NAME
