@@ -103,5 +103,6 @@ def test_eval_alone_plays_each_evaluation_again_with_the_network_alone(compose_t
 
 
 def test_eval_alone_is_refused_for_a_learner_without_rules(compose_train):
-    with pytest.raises(ConfigError, match="eval_alone=true"):
+    with pytest.raises(ConfigError, match=r"^eval_alone=true: only dqn players have rules to leave out "
+                                          r"\(agent=alphazero\)$"):
         train(compose_train(["+experiment=alphazero_33", "episodes=4", "eval_alone=true"]))

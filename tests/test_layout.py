@@ -6,6 +6,7 @@ ttt/'s root holds few modules (the entry points and what every part shares; the 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,23 @@ def test_the_root_of_the_package_holds_few_modules():
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_every_entry_point_is_at_the_root(entry):
     assert (PACKAGE / f"{entry.split('.')[1]}.py").is_file()  # the README runs it as python -m ttt.NAME
+
+
+def learner_names() -> tuple[str, ...]:
+    from ttt.agents import AGENTS
+
+    return tuple(AGENTS)
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "harness").glob("*.py")), ids=lambda p: p.name)
+def test_the_harness_names_no_learner(path):
+    """What is one learner's (its retired settings, its network alone) lives in that learner's module: the
+    harness asks the learner a config names. Player specs (``specs.py``) tell a user in prose which learner's
+    players take a checkpoint option; there, no learner's name may be a value the code compares or looks up."""
+    source = path.read_text()
+    if path.name != "specs.py":
+        named = re.findall(rf"\b({'|'.join(learner_names())})\b", source)
+        assert not named, f"{path.name} names the learners {sorted(set(named))}"
+    constants = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)}
+    assert not constants & set(learner_names())
+

@@ -178,9 +178,9 @@ def check_train_config(cfg: Any) -> None:
     """Refuse, before any work starts, a training config whose values the schemas know the run cannot use.
 
     Checks: no key outside the schemas (``+episods=1`` is a typo, not a setting), numeric ranges,
-    the board name, the network, ``resume`` and ``overwrite`` not both, and ``eval_alone`` for dqn only.
-    Raises ConfigError (one line naming the key). The learner's settings
-    (``ttt.harness.learners.check_learner``) and the evaluation opponents are checked by
+    the board name, the network, ``resume`` and ``overwrite`` not both. Raises ConfigError (one line
+    naming the key). The learner's settings and ``eval_alone`` (``ttt.harness.learners.check_learner``)
+    and the evaluation opponents are checked by
     ``ttt.harness.training.Run``, which knows the learners and builds the opponents.
     """
     from ttt.games import BOARDS
@@ -194,8 +194,6 @@ def check_train_config(cfg: Any) -> None:
         raise ConfigError("run_dir='' names no folder; give a folder, or leave run_dir out for Hydra's")
     if cfg.resume and cfg.overwrite:
         raise ConfigError("resume=true and overwrite=true: choose one (continue the run, or start it over)")
-    if cfg.eval_alone and cfg.agent.name != "dqn":
-        raise ConfigError(f"eval_alone=true: only dqn players have rules to leave out (agent={cfg.agent.name})")
     check_known_keys("game.", cfg.game, GameConfig)
     if cfg.game.name not in BOARDS:
         raise ConfigError(f"game.name={cfg.game.name!r}: choose one of {', '.join(BOARDS)}")

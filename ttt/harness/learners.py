@@ -37,12 +37,16 @@ def register_configs() -> None:
 
 def check_learner(cfg: DictConfig) -> ModuleType:
     """The learner module ``cfg.agent.name`` names, after refusing settings it cannot use: a name that is
-    not a learner, a key that is not one of its settings, and what its own ``check(cfg, game)`` refuses.
+    not a learner, ``eval_alone=true`` for a learner without ``network_alone`` (its players have no rules to
+    leave out), a key that is not one of its settings, and what its own ``check(cfg, game)`` refuses.
     Raises ConfigError (one line naming the key)."""
     name = cfg.agent.name
     if name not in AGENTS:
         raise ConfigError(f"agent.name={name!r}: choose one of {', '.join(AGENTS)}")
     module = agent_module(name)
+    if cfg.eval_alone and not hasattr(module, "network_alone"):
+        alone = " and ".join(n for n, m in available_agents().items() if hasattr(m, "network_alone"))
+        raise ConfigError(f"eval_alone=true: only {alone} players have rules to leave out (agent={name})")
     check_known_keys("agent.", cfg.agent, module.Config)
     try:
         module.check(cfg, make_game(cfg.game.name))

@@ -42,12 +42,14 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
 ``eval/tactics/<suite>``                 a ``ttt.evaluation.suites`` suite solved by the network alone (4x4x4,
                                          ``eval_tactics``)
-``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share taken),
-                                         ``miss_value``, ``forced`` (how many; ``ttt.evaluation.defence``)
+``eval/defence/...``                     a learner's player whose moves are kept (``Recorded``): forced blocks in
+                                         the evaluation games, ``block_rate`` (the share taken), ``miss_value``,
+                                         ``forced`` (how many; ``ttt.evaluation.defence``)
 ``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won against
                                          lost in its games); exact: 3x3, 4x4 (``ttt.evaluation.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
-``eval_alone/...``                       dqn, ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules
+``eval_alone/...``                       ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules (a
+                                         learner with ``network_alone``)
 ``train/episodes_per_sec``               training games per second since the last log
 ``train/cpu_seconds``                    CPU seconds of training, evaluations left out (``ttt.harness.clock``)
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
@@ -74,6 +76,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ttt.agents import agent_module
 from ttt.checkpoint import atomic_write
 from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, write_hydra_record
 from ttt.device import array_device
@@ -326,8 +329,10 @@ class Run:
         players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results, cpu = {}, round(1000 * self.clock.seconds())  # eval_cpu/: the score against training's CPU ms
-        entrants = [(player, group, label)] + ([(player.without_rules(), "eval_alone", f"{label} (network alone)")]
-                                               if self.cfg.eval_alone and group == "eval" else [])  # dqn: no rules
+        entrants = [(player, group, label)]
+        if self.cfg.eval_alone and group == "eval":  # the learner's player without its rules (check_learner)
+            alone = agent_module(self.cfg.agent.name).network_alone(player)
+            entrants.append((alone, "eval_alone", f"{label} (network alone)"))
         for i, (name, opponent) in enumerate(self.opponents):
             for who, tags, said in entrants:
                 r = play_match(self.game, who, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
