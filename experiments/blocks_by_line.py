@@ -2,7 +2,7 @@
 
     python experiments/blocks_by_line.py runs/a/seed_0 runs/a/seed_1 ... [--rules] [--out FILE.csv]
 
-Each position of the ``block`` suite (``ttt.suites``) leaves the opponent one immediate win. This sorts
+Each position of the ``block`` suite (``ttt.evaluation.suites``) leaves the opponent one immediate win. This sorts
 the positions by the orbit, under the board's symmetry group (``ttt.games.symmetry.line_orbits``), of the
 line that win would complete, and gives the player's block rate on each: with the network alone (as
 ``python -m ttt.tactics rules=false``), or with ``--rules`` with its move-selection rules. A line detector
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import ArgumentParser, print_csv, run_cli
-from ttt.specs import checkpoint_file, suite_checkpoints
+from ttt.harness.specs import checkpoint_file, suite_checkpoints
 
 KINDS = {1: "straight", 2: "face diagonal", 3: "space diagonal"}
 
@@ -41,9 +41,9 @@ def threat_orbits(game, orbit: np.ndarray, boards: np.ndarray, to_play: np.ndarr
 
 
 def rows_of(path: Path, rules: bool) -> list[dict]:
+    from ttt.evaluation.suites import load_suites, solved_by, suite_moves, without_rules
     from ttt.games.symmetry import line_orbits
-    from ttt.specs import load_agents
-    from ttt.suites import load_suites, solved_by, suite_moves, without_rules
+    from ttt.harness.specs import load_agents
 
     game, [(_, player)] = load_agents([{"checkpoint": str(checkpoint_file(path))}], None)
     if not rules:

@@ -56,9 +56,9 @@ def main(argv: list[str]) -> None:
 
 def counterfactual(folders: list[Path], games: int, opponent: str) -> None:
     """Print the CSV rows and the summary of the module docstring."""
-    from ttt.defence import defence
-    from ttt.evaluate import Recorded, play_match, wilson_interval
-    from ttt.specs import load_agents
+    from ttt.evaluation.defence import defence
+    from ttt.evaluation.evaluate import Recorded, play_match, wilson_interval
+    from ttt.harness.specs import load_agents
 
     players = []  # every checkpoint loaded and checked before the first game
     for folder in folders:

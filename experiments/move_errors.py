@@ -2,8 +2,8 @@
 
     python experiments/move_errors.py SPEC [--opponent alphabeta:1] [--games 200] [--seed 0]
 
-SPEC is a player spec (``ttt.specs``), e.g. ``"{checkpoint: runs/a/seed_0, rules: false}"`` for a network
-alone. It plays ``--games`` games against the opponent (``ttt.evaluate.play_match``, half in each seat) and
+SPEC is a player spec (``ttt.harness.specs``), e.g. ``"{checkpoint: runs/a/seed_0, rules: false}"`` for a network
+alone. It plays ``--games`` games against the opponent (``ttt.evaluation.evaluate.play_match``, half in each seat) and
 classifies every one of its moves with ``ttt.games.threats.move_tactics`` (boards without gravity):
 
 * ``wins_missed`` of ``win_chances``: positions with a winning move where it played another;
@@ -28,9 +28,9 @@ from ttt.cli import ArgumentParser, one_line, print_csv, run_cli
 
 
 def move_errors(spec, opponent: str, games: int, seed: int = 0, board: str | None = None) -> dict:
-    from ttt.evaluate import Recorded, play_match
+    from ttt.evaluation.evaluate import Recorded, play_match
     from ttt.games.threats import move_tactics
-    from ttt.specs import load_agents
+    from ttt.harness.specs import load_agents
 
     game, [(_, me), (_, op)] = load_agents([spec, opponent], board)  # board: the checkpoint's, else 4x4x4
     if game.gravity:

@@ -5,10 +5,10 @@
         [--hours 0.25,0.5,1,2,3] [--figure FIG.png] [--csv TABLE.csv]
 
 Each ``LABEL=DIR`` names a learner and the folder of its runs; every run under ``DIR`` (a folder with a
-``tb/`` TensorBoard log, ``ttt.curves.find_runs``) is one seed of that learner, and several folders of one
+``tb/`` TensorBoard log, ``ttt.harness.curves.find_runs``) is one seed of that learner, and several folders of one
 learner are joined with ``+``. From each run it reads the score curve of ``--tag``, or of the tag after
 the learner's ``@`` (the evaluations' score, at their training-game counts; ``eval_alone/...``: a dqn run's
-network without its rules, ``eval_alone=true``) and ``train/cpu_seconds`` (``ttt.clock``: the process's CPU
+network without its rules, ``eval_alone=true``) and ``train/cpu_seconds`` (``ttt.harness.clock``: the process's CPU
 seconds of training with every evaluation left out, logged at every checkpoint). A score point's CPU
 time is the clock's figure at its training games: the logged figure where the clock was logged at that
 step (runs save a checkpoint before every evaluation, so this is the usual case), else the linear
@@ -53,8 +53,8 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ttt.cli import ArgumentParser, check_writable_file, plain_help, run_cli, write_with_fallback
-from ttt.clock import CPU_TAG
-from ttt.curves import Curve, RunLog, find_runs, mean_band
+from ttt.harness.clock import CPU_TAG
+from ttt.harness.curves import Curve, RunLog, find_runs, mean_band
 
 DEFAULT_TAG = "eval/alphabeta:1/score"
 DEFAULT_HOURS = "0.25,0.5,1,2,3"
@@ -175,7 +175,7 @@ def table_rows(learners: dict[str, list[CpuCurve]], budgets: Sequence[float]) ->
 
 def mean_curve(curves: Sequence[CpuCurve], points: int = 200) -> Curve | None:
     """The mean score over the seeds on a common grid of CPU hours, each seed's curve interpolated
-    linearly, from the latest first point to the earliest last point of the seeds (``ttt.curves.mean_band``);
+    linearly, from the latest first point to the earliest last point of the seeds (``ttt.harness.curves.mean_band``);
     when every seed has one point, the mean point (its hours and score each averaged); None when the
     seeds' spans do not overlap."""
     if all(len(c.hours) == 1 for c in curves):  # mean_band averages the steps of aligned points too

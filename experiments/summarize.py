@@ -6,25 +6,25 @@
 For every run under the given folder (a folder with a ``tb/`` TensorBoard log), or every row of a
 CSV file that ``format=runs`` wrote, it reads the curve of ``tag``, takes its peak and the mean of
 its last ``last`` points, groups the runs by their settings (Hydra overrides without ``seed=...``,
-see ``ttt.curves``: the seeds of one setting form one row), and prints mean +- standard deviation
+see ``ttt.harness.curves``: the seeds of one setting form one row), and prints mean +- standard deviation
 over the runs of each group, in percent, with n (runs) and the number of points per run. A group
 with a run of fewer than ``last`` points gets no end value but a note saying so; it is never
 averaged over fewer points. A point that is no finite number (``nan``, ``inf``) is left out, with a
 note on stderr naming the run, the tag and its training games.
 
-where=KEY:V|V,...  only the runs whose facts match (``ttt.curves.parse_where``): KEY one of network,
+where=KEY:V|V,...  only the runs whose facts match (``ttt.harness.curves.parse_where``): KEY one of network,
               regime, bias, protocol, values separated by ``|``; e.g.
               ``where=bias:true,protocol:online|batched B=64 lr=0.04``. A run matches when it has
               one of the values of every KEY; alternatives separated by ``;`` keep the runs that
               match one.
 
 format=md     one Markdown row per setting (the default); with a column of the block rate (the mean
-              of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.defence``) when
+              of each run's last ``last`` points of ``eval/defence/block_rate``, ``ttt.evaluation.defence``) when
               the runs log it
 format=csv    the same as CSV (``block_rate_mean``, ``block_rate_sd``: empty where not logged)
 format=runs   one CSV row per run: setting, network, regime, biases, protocol, seed, peak, end mean,
               ``block_rate`` (the run's last point of ``eval/defence/block_rate``, empty where not
-              logged) and every test point (``ttt.curves.runs_csv``), and one more row per defence tag
+              logged) and every test point (``ttt.harness.curves.runs_csv``), and one more row per defence tag
               the run logs (``eval/defence/block_rate``, ``miss_value``; the ``tag`` column says which);
               the file to commit, which this script and ``python -m ttt.plot`` read back as they read
               the folder
@@ -53,8 +53,8 @@ import sys
 from pathlib import Path
 
 from ttt.cli import exit_on_help, run_cli
-from ttt.curves import (
-    BLOCK_RATE,  # the share of forced blocks taken (ttt.defence), beside the score
+from ttt.harness.curves import (
+    BLOCK_RATE,  # the share of forced blocks taken (ttt.evaluation.defence), beside the score
     NETWORK_NAMES,
     PAPER,  # the paper's table
     RunLog,
@@ -88,7 +88,7 @@ def summarize(root: Path, tag: str = DEFAULT_TAG, last: int = DEFAULT_LAST,
     ``last`` points, note (why end is missing, else ""), seeds (of the runs, None where unknown),
     block_rate (mean, sd) in percent of each run's mean ``BLOCK_RATE`` over its last ``last`` points, or
     None unless every run of the group has that many.
-    ``groups`` replaces the grouping by setting (``ttt.curves.group_runs`` of the runs under ``root``)."""
+    ``groups`` replaces the grouping by setting (``ttt.harness.curves.group_runs`` of the runs under ``root``)."""
     if last < 1:
         raise ValueError(f"last={last}: the end is the mean of the last N >= 1 points")
     if groups is None:

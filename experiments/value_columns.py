@@ -29,7 +29,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ttt.cli import ArgumentParser, print_csv, run_cli
-from ttt.specs import checkpoint_file, suite_checkpoints
+from ttt.harness.specs import checkpoint_file, suite_checkpoints
 
 OPPONENTS = ("alphabeta:1", "benchmark")
 

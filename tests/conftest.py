@@ -54,7 +54,7 @@ def dqn_checkpoint(tmp_path):
 def compose_train(tmp_path):
     """compose_train(overrides) -> the composed training config with run_dir under tmp_path, on the CPU
     (tests of the device code path pass the device to ``Run`` themselves)."""
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     register_configs()
 

@@ -22,7 +22,7 @@ from ttt.agents.alphazero import (
     self_play,
     visit_policy,
 )
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.nets.policy_value import PolicyValueNet, build_policy_value_net

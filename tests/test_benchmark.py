@@ -1,4 +1,4 @@
-"""ttt.benchmark and ttt.elo: JSON fields, agreement with play_match, specs, errors, Elo recovery."""
+"""ttt.benchmark and ttt.evaluation.elo: JSON fields, agreement with play_match, specs, errors, Elo recovery."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import ttt.benchmark as bm
-import ttt.specs as specs
+import ttt.harness.specs as specs
 from ttt.agents import AGENTS
 from ttt.agents.dqn import NO_RULES
 from ttt.checkpoint import CheckpointError, save_checkpoint
 from ttt.cli import run_cli
-from ttt.elo import PairResult, expected_score, fit_elo
-from ttt.evaluate import play_match
+from ttt.evaluation.elo import PairResult, expected_score, fit_elo
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import PLAYERS, Player, make_player
 

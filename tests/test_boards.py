@@ -31,7 +31,9 @@ def test_the_facts_of_the_table():
 
 
 def test_the_modules_read_their_boards_from_the_table():
-    from ttt import exploitability, perf, specs, suites
+    from ttt import perf
+    from ttt.evaluation import exploitability, suites
+    from ttt.harness import specs
     from ttt.players import search
 
     assert search.PERFECT_BOARDS == boards_with("perfect")
@@ -59,7 +61,7 @@ def test_perfect_play_exactly_where_the_table_says(board):
 
 @pytest.mark.parametrize("board", list(BOARDS))
 def test_exploitability_exactly_where_a_solved_table_exists(board):
-    from ttt.exploitability import check_board
+    from ttt.evaluation.exploitability import check_board
     from ttt.games.solved import SOLVABLE_CELLS
 
     game = make_game(board)
@@ -73,7 +75,7 @@ def test_exploitability_exactly_where_a_solved_table_exists(board):
 
 @pytest.mark.parametrize("board", list(BOARDS))
 def test_tactics_suites_ship_exactly_where_the_table_says(board):
-    from ttt.suites import has_suites
+    from ttt.evaluation.suites import has_suites
 
     assert has_suites(board) == BOARD_TABLE[board].tactics
 

@@ -16,8 +16,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import ttt.calibration as cal
-import ttt.value_games as vg
-import ttt.value_quality as value_quality
+import ttt.evaluation.value_games as vg
+import ttt.evaluation.value_quality as value_quality
 from ttt.agents.dqn import DQNPlayer, Rules
 from ttt.games import BatchedGames, make_game, random_legal_actions
 from ttt.games.threats import completing_moves

@@ -179,7 +179,7 @@ def test_weights_that_are_not_finite_are_refused_naming_the_entry(tmp_path, bad)
 
 def test_a_run_with_nan_weights_is_refused_by_resume_and_by_every_tool_that_loads_it(compose_train, tmp_path, capsys):
     from ttt.cli import run_cli
-    from ttt.specs import load_agents
+    from ttt.harness.specs import load_agents
     from ttt.train import train
 
     tiny = ["+experiment=dqn_33", "episodes=20", "eval_every=0", "eval_games=2", "agent.final_eval_games=2",

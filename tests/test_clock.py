@@ -1,14 +1,14 @@
-"""The training clock (``ttt.clock``): CPU seconds of training with the evaluations left out, logged as
+"""The training clock (``ttt.harness.clock``): CPU seconds of training with the evaluations left out, logged as
 ``train/cpu_seconds`` at every checkpoint, and carried over when a run is resumed."""
 
 from __future__ import annotations
 
 import pytest
 
-from ttt import clock
-from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
 from ttt.config import ConfigError
-from ttt.curves import read_run
+from ttt.harness import clock
+from ttt.harness.clock import CPU_TAG, TrainingClock, left_out, logged_at
+from ttt.harness.curves import read_run
 from ttt.train import train
 
 
@@ -86,7 +86,7 @@ def test_eval_alone_plays_each_evaluation_again_with_the_network_alone(compose_t
     """``eval_alone=true``: beside ``eval/``, ``eval_alone/<opponent>/score`` is the same match played by the
     network without its rules; at the end it is exactly the match of the checkpoint's player without rules."""
     from ttt.agents import load_player
-    from ttt.evaluate import play_match
+    from ttt.evaluation.evaluate import play_match
     from ttt.games import make_game
     from ttt.players import make_player
 
@@ -103,5 +103,6 @@ def test_eval_alone_plays_each_evaluation_again_with_the_network_alone(compose_t
 
 
 def test_eval_alone_is_refused_for_a_learner_without_rules(compose_train):
-    with pytest.raises(ConfigError, match="eval_alone=true"):
+    with pytest.raises(ConfigError, match=r"^eval_alone=true: only dqn players have rules to leave out "
+                                          r"\(agent=alphazero\)$"):
         train(compose_train(["+experiment=alphazero_33", "episodes=4", "eval_alone=true"]))

@@ -1,4 +1,4 @@
-"""ttt.curves (runs, seeds, 95% bands) and the figures of ttt.plot."""
+"""ttt.harness.curves (runs, seeds, 95% bands) and the figures of ttt.plot."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from ttt.curves import Curve, find_runs, group_runs, mean_band, short_labels, t975
 from ttt.games import make_game, opening_name
+from ttt.harness.curves import Curve, find_runs, group_runs, mean_band, short_labels, t975
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -37,8 +37,8 @@ def test_a_resumed_runs_log_reads_whole_and_without_tensorboards_own_log_lines(t
     # and the next file ("No path found after ..."): under Hydra's logging, alarming lines on stderr at resume
     import logging
 
-    from ttt.curves import read_run
-    from ttt.event_file import EventFile
+    from ttt.harness.curves import read_run
+    from ttt.harness.event_file import EventFile
 
     first = EventFile(tmp_path / "tb")
     for step in (10, 20, 30, 40):
@@ -205,7 +205,7 @@ def test_long_settings_wrap_at_commas():
 
 def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from ttt.curves import RunLog, match_runs, parse_where, runs_csv
+    from ttt.harness.curves import RunLog, match_runs, parse_where, runs_csv
     from ttt.plot import PlotError, fact_labels, games_label, load_groups, main, parse_args
 
     assert [games_label(x) for x in (0, 500, 25_000, 1_000_000, 1_500_000)] == ["0", "500", "25k", "1M", "1.5M"]
@@ -266,7 +266,7 @@ def test_plot_where_picks_runs_by_their_facts_and_panels_split_them(tmp_path, ca
 def test_score_panels_of_score_four_runs_draw_the_papers_end_figures_as_dashed_lines(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     from ttt import plot as plot_module
-    from ttt.curves import PAPER, RunLog, paper_end
+    from ttt.harness.curves import PAPER, RunLog, paper_end
 
     curve = {"eval/benchmark/score": Curve(np.array([10, 20]), np.array([0.1, 0.2]))}
     unsafe = {"eval/benchmark:safe=false/score": Curve(np.array([10, 20]), np.array([0.3, 0.4]))}

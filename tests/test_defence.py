@@ -1,5 +1,5 @@
-"""Defence and value discrimination in a player's own games (ttt.defence, ttt.evaluate.Recorded,
-ttt.value_quality.games_scalars): scripted Score Four games with a block, a miss, a floating three and an
+"""Defence and value discrimination in a player's own games (ttt.evaluation.defence, ttt.evaluation.evaluate.Recorded,
+ttt.evaluation.value_quality.games_scalars): scripted Score Four games with a block, a miss, a floating three and an
 unsafe block, the forced blocks against the shipped block suite, and the tags of a real training run."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from ttt.defence import defence
-from ttt.evaluate import PlayedMoves, Recorded, play_match
+from ttt.evaluation.defence import defence
+from ttt.evaluation.evaluate import PlayedMoves, Recorded, play_match
+from ttt.evaluation.value_quality import games_scalars, grouped_auc
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import completing_cells, completing_moves, forced_blocks, playable
 from ttt.players import Player
-from ttt.value_quality import games_scalars, grouped_auc
 
 # Score Four: cell = layer * 16 + row * 4 + col, layer 0 at the bottom. The first player (the learner, X)
 # holds 1, 6, 11 (no three of a line); the opponent (O) builds 12, 13, 14 on the bottom row, whose
@@ -129,7 +129,7 @@ def test_a_floating_three_and_an_unsafe_block_are_not_counted(name):
 
 
 def test_forced_blocks_are_exactly_the_solutions_of_the_shipped_block_suite():
-    from ttt.suites import BOARDS, load_suites
+    from ttt.evaluation.suites import BOARDS, load_suites
 
     for board in BOARDS:
         game = make_game(board)
@@ -171,7 +171,7 @@ def test_seats_are_batches_and_the_player_is_its_own():
 
 
 def test_a_dqn_run_logs_defence_and_the_auc_of_its_evaluation_games(compose_train, tmp_path):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
     from ttt.train import train
 
     # the paper's learner on Score Four, hardly trained: it meets forced blocks and loses games to the benchmark

@@ -20,14 +20,14 @@ from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer
 from ttt.agents.dqn.labels import rank_orders
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BOARDS, BatchedGames, Game, IllegalMoveError, make_game, random_legal_actions
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import rule_values
 from ttt.games.threats import MoveTactics, completing_moves, forced_wins, move_tactics, playable, threat_depths
+from ttt.harness.training import Run
 from ttt.perf import recipe_throughput, training_throughput
 from ttt.players import BenchmarkPlayer, RandomPlayer
-from ttt.training import Run
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 ARRAY_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]  # torch tensors there

@@ -33,7 +33,7 @@ from ttt.agents.dqn import (
     training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
 from ttt.nets.structured import build_value_net
@@ -831,7 +831,7 @@ def test_search_labels_train_unvalued_afterstates_toward_the_opponents_best_repl
 @pytest.mark.parametrize("play_threats, final_group", [(0, "eval"), (1, "eval_final")])
 def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compose_train, tmp_path, play_threats,
                                                                           final_group):
-    from ttt.curves import read_run
+    from ttt.harness.curves import read_run
     from ttt.train import train
 
     train(compose_train(["game=4x4x4", "episodes=8", "num_envs=4", "eval_every=4", "eval_games=2",

@@ -17,8 +17,8 @@ pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from pettingzoo.test import api_test  # noqa: E402
 
-from ttt import envs  # noqa: E402
 from ttt.games import BOARDS, make_game  # noqa: E402
+from ttt.interop import envs  # noqa: E402
 from ttt.players import make_player  # noqa: E402
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ttt.evaluate import MatchResult, SeatResult, play_match, wilson_interval
+from ttt.evaluation.evaluate import MatchResult, SeatResult, play_match, wilson_interval
 from ttt.games import State, make_game
 from ttt.players import Player, make_player
 

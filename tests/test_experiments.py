@@ -294,7 +294,7 @@ def test_runs_csv_holds_every_point_and_reads_back_to_the_same_table(tmp_path, s
 
 
 def test_paper_table_gives_the_papers_rows_and_whether_each_lies_within_two_sd(tmp_path, summarize):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
 
     grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
     grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
@@ -328,7 +328,7 @@ def test_where_keeps_the_runs_whose_facts_match_in_every_format(tmp_path, summar
 
 
 def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_games(tmp_path, summarize):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
 
     for seed in (0, 1):
         grid_run(tmp_path, f"a{seed}", "mlp_small", "self_play", seed, [0.1, 0.3, 0.2])
@@ -341,7 +341,7 @@ def test_paper_table_gives_no_end_figure_for_runs_that_have_not_reached_their_ga
 
 
 def test_paper_table_gives_a_block_rate_column_where_the_runs_log_it(tmp_path, summarize, capsys):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
 
     grid_run(tmp_path, "a0", "structured_deep", "benchmark", 0, [0.90, 0.99, 0.97])
     grid_run(tmp_path, "a1", "structured_deep", "benchmark", 1, [0.95, 0.96, 0.98])
@@ -375,7 +375,7 @@ def test_a_csv_that_is_not_a_table_of_runs_is_one_line(tmp_path, summarize, caps
 
 
 def test_fidelity_table_compares_each_batched_protocol_with_online_by_welch(tmp_path, summarize):
-    from ttt.curves import find_runs
+    from ttt.harness.curves import find_runs
 
     for seed, s in enumerate([0.40, 0.50, 0.60]):
         grid_run(tmp_path, f"on{seed}", "structured_deep", "benchmark", seed, [0.1, s])
@@ -446,7 +446,7 @@ def compose_config(overrides: list[str]) -> dict[str, object]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -689,8 +689,8 @@ def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(exp
     add up to the suite's 600 and their rates to the suite's rate, which is ``ttt.tactics``'s."""
     import csv
 
-    from ttt.specs import load_agents
-    from ttt.suites import suite_results, without_rules
+    from ttt.evaluation.suites import suite_results, without_rules
+    from ttt.harness.specs import load_agents
 
     script = experiment_script("blocks_by_line")
     out = tmp_path / "rows.csv"

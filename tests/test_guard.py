@@ -29,10 +29,10 @@ from test_play import compose_play
 import ttt.checkpoint
 from ttt.checkpoint import atomic_write, load_checkpoint, save_checkpoint
 from ttt.cli import Interrupted, OutputError, guard_hydra_record, run_cli, write_json
+from ttt.harness.run_dir import ASIDE, LOCK_NAME, process_start
+from ttt.harness.training import Run
 from ttt.players import make_player
-from ttt.run_dir import ASIDE, LOCK_NAME, process_start
 from ttt.train import train
-from ttt.training import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",
@@ -276,7 +276,7 @@ def test_case_1_overwrite_with_a_bad_seed_deletes_nothing_and_a_failed_start_put
     def broken(*args, **kwargs):
         raise OSError(errno.EIO, "Input/output error", str(run / "tb"))
 
-    monkeypatch.setattr("ttt.training.EventFile", broken)
+    monkeypatch.setattr("ttt.harness.training.EventFile", broken)
     with pytest.raises(OSError):
         train(compose_train([*TINY, "overwrite=true"]))
     monkeypatch.undo()
@@ -529,7 +529,7 @@ def _catches_sigterm(pid: int) -> bool:
 # ------------------------------------------------------------------------------------------ the rest
 def test_a_float_action_in_the_gymnasium_env_is_refused():
     pytest.importorskip("gymnasium")
-    from ttt.envs import gym_env
+    from ttt.interop.envs import gym_env
 
     env = gym_env("3x3", opponent="random")
     env.reset(seed=0)
@@ -561,14 +561,44 @@ def test_atomic_write_through_a_symbolic_link_keeps_the_link(tmp_path):
 
 
 def test_retired_options_at_their_kept_value_resume_and_others_are_refused():
+    from ttt.agents.dqn import RETIRED
     from ttt.config import ConfigError
-    from ttt.run_dir import RETIRED, config_changes
+    from ttt.harness.run_dir import config_changes
 
     now = {"agent": {"lr": 0.01}}
-    kept = {"agent": {"lr": 0.01, **{k.split(".", 1)[1]: v for k, (v, _) in RETIRED.items()}}}
-    assert config_changes(kept, now) == ([], [])
+    kept = {"agent": {"lr": 0.01, **{k: v for k, (v, _) in RETIRED.items()}}}
+    assert config_changes(kept, now, RETIRED) == ([], [])
     with pytest.raises(ConfigError, match=r"agent.rank_higher=best, an option since removed; continue it at commit "
                                           r"09c6a2d \(git checkout 09c6a2d\)"):
-        config_changes({"agent": {"lr": 0.01, "rank_higher": "best"}}, now)
+        config_changes({"agent": {"lr": 0.01, "rank_higher": "best"}}, now, RETIRED)
     with pytest.raises(ConfigError, match=r"agent.reply_targets=true, .* at commit 483e9c1 \(git checkout 483e9c1\)"):
-        config_changes({"agent": {"lr": 0.01, "reply_targets": True}}, now)
+        config_changes({"agent": {"lr": 0.01, "reply_targets": True}}, now, RETIRED)
+    # a learner without retired settings: the same key is one the checkpoint has and this run has not
+    assert config_changes({"agent": {"lr": 0.01, "reply_targets": True}}, now)[0] == [
+        "agent.reply_targets True -> (not set)"]
+
+
+def test_resume_reads_the_retired_settings_of_the_checkpoints_own_learner(tmp_path):
+    """``load_resume`` asks the learner the config names for its ``RETIRED``: dqn's kept value resumes, another
+    value names the commit; a learner without retired settings treats the key as one this run does not set."""
+    from omegaconf import OmegaConf
+
+    from ttt.checkpoint import save_checkpoint
+    from ttt.config import ConfigError
+    from ttt.harness.run_dir import load_resume
+
+    now = {"agent": {"name": "dqn", "lr": 0.01}, "episodes": 10}
+    cfg = OmegaConf.create(now)
+    for kept, refused in ((False, None), (True, "reply_targets=true, an option since removed")):
+        path = save_checkpoint(tmp_path / f"{kept}.pt", {"kind": "dqn", "game": "3x3", "episodes": 4, "config": {
+            "agent": {"name": "dqn", "lr": 0.01, "reply_targets": kept}, "episodes": 10}})
+        if refused is None:
+            assert load_resume(path, cfg, "3x3", now)[1] == []
+        else:
+            with pytest.raises(ConfigError, match=refused):
+                load_resume(path, cfg, "3x3", now)
+    other = {"agent": {"name": "q_learning", "lr": 0.01}, "episodes": 10}
+    path = save_checkpoint(tmp_path / "q.pt", {"kind": "q_learning", "game": "3x3", "episodes": 4, "config": {
+        "agent": {"name": "q_learning", "lr": 0.01, "reply_targets": False}, "episodes": 10}})
+    with pytest.raises(ConfigError, match=r"agent.reply_targets False -> \(not set\)"):
+        load_resume(path, OmegaConf.create(other), "3x3", other)

@@ -1,10 +1,12 @@
 """The package's layout rules, read from the source: every module belongs to a layer and imports only
 from its own layer or the layers below it (at module level and inside functions alike), no entry point
-imports another, no module writes into a registry that another module owns, and no module is long."""
+imports another, no module writes into a registry that another module owns, no module is long, and
+ttt/'s root holds few modules (the entry points and what every part shares; the rest in subpackages)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,20 +16,22 @@ ENTRY_POINTS = ("ttt.train", "ttt.benchmark", "ttt.play", "ttt.perf", "ttt.plot"
                 "ttt.calibration", "ttt.recalibrate")
 # the layers, lowest first: a module may import from its own layer and the layers before it
 LAYERS = (
-    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.clock", "ttt.device", "ttt.elo", "ttt.curves", "ttt.event_file")),
+    # the harness's clock, curves and event file import nothing of ttt above the base: they stay in it
+    ("base", ("ttt.checkpoint", "ttt.cli", "ttt.device", "ttt.harness.clock", "ttt.harness.curves",
+              "ttt.harness.event_file")),
     ("games", ("ttt.games",)),
     ("config", ("ttt.config",)),
     ("nets", ("ttt.nets",)),
     ("players", ("ttt.players", "ttt.interop")),
-    ("evaluation", ("ttt.evaluate", "ttt.defence", "ttt.exploitability", "ttt.suites", "ttt.value_quality",
-                    "ttt.value_games")),
+    ("evaluation", ("ttt.evaluation",)),
     ("agents", ("ttt.agents",)),
-    ("harness", ("ttt.learners", "ttt.specs", "ttt.run_dir", "ttt.multirun", "ttt.training", "ttt.envs", "ttt.human",
-                 "ttt.web")),
+    # the environments load their opponents by spec (ttt.harness.specs): above the rest of ttt.interop
+    ("harness", ("ttt.harness", "ttt.interop.envs", "ttt.web")),
     ("entry points", ENTRY_POINTS),
 )
 REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}
 MAX_LINES = 500
+MAX_ROOT_MODULES = 15  # ttt/'s own .py files, __init__ included: the entry points and what all of ttt shares
 # modules over MAX_LINES, each to be split: the test fails when one is missing here or a new one appears
 OVER_MAX_LINES: set[str] = set()
 
@@ -73,7 +77,7 @@ def test_every_module_has_a_layer():
 def test_layers_classify_modules_by_prefix():
     assert LAYERS[layer("ttt.agents.dqn.td")][0] == "agents"
     assert LAYERS[layer("ttt.games.exact")][0] == "games"
-    assert LAYERS[layer("ttt.training")][0] == "harness" and layer("numpy") is None
+    assert LAYERS[layer("ttt.harness.training")][0] == "harness" and layer("numpy") is None
 
 
 def test_no_module_imports_from_a_higher_layer():
@@ -88,8 +92,8 @@ def test_no_module_imports_from_a_higher_layer():
 
 
 def test_the_layer_check_sees_imports_inside_functions():
-    tree = ast.parse("def f():\n    if True:\n        from ttt.training import Run\n")
-    assert "ttt.training.Run" in imported_modules(tree)
+    tree = ast.parse("def f():\n    if True:\n        from ttt.harness.training import Run\n")
+    assert "ttt.harness.training.Run" in imported_modules(tree)
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -112,3 +116,33 @@ def test_registries_are_written_only_where_they_are_defined():
 def test_no_module_is_over_the_line_limit():
     long = {module_name(p) for p, _ in modules() if len(p.read_text().splitlines()) > MAX_LINES}
     assert long == OVER_MAX_LINES
+
+
+def test_the_root_of_the_package_holds_few_modules():
+    root = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at ttt/'s root: {', '.join(root)}"
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_is_at_the_root(entry):
+    assert (PACKAGE / f"{entry.split('.')[1]}.py").is_file()  # the README runs it as python -m ttt.NAME
+
+
+def learner_names() -> tuple[str, ...]:
+    from ttt.agents import AGENTS
+
+    return tuple(AGENTS)
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "harness").glob("*.py")), ids=lambda p: p.name)
+def test_the_harness_names_no_learner(path):
+    """What is one learner's (its retired settings, its network alone) lives in that learner's module: the
+    harness asks the learner a config names. Player specs (``specs.py``) tell a user in prose which learner's
+    players take a checkpoint option; there, no learner's name may be a value the code compares or looks up."""
+    source = path.read_text()
+    if path.name != "specs.py":
+        named = re.findall(rf"\b({'|'.join(learner_names())})\b", source)
+        assert not named, f"{path.name} names the learners {sorted(set(named))}"
+    constants = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)}
+    assert not constants & set(learner_names())
+

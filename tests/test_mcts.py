@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import BOARDS, make_game
 from ttt.games.threats import completing_moves
 from ttt.players import PLAYERS, make_player
@@ -159,7 +159,7 @@ def test_beats_benchmark_on_4x4x4():
 
 
 def test_player_spec_for_benchmark_and_play():
-    from ttt.specs import load_agents
+    from ttt.harness.specs import load_agents
 
     game, [(label, player)] = load_agents(["mcts:200"], "4x4x4")
     assert isinstance(player, MCTSPlayer) and player.simulations == 200 and game.name == "4x4x4"

@@ -216,7 +216,7 @@ def test_mctsbot_plays_a_full_game_of_score_four():
 
 # ------------------------------------------------------------------ the openspiel_mcts player
 def test_player_is_in_the_registry_and_parses_as_a_spec():
-    from ttt.specs import parse_spec
+    from ttt.harness.specs import parse_spec
 
     assert parse_spec("openspiel_mcts:200") == ("player", "openspiel_mcts", {"simulations": 200})
     p = make_player("openspiel_mcts", make_game("4x4"), simulations=10)
@@ -242,7 +242,7 @@ def test_player_takes_a_win_blocks_and_repeats_with_a_seed():
 
 
 def test_player_plays_matches_through_the_evaluator():
-    from ttt.evaluate import play_match
+    from ttt.evaluation.evaluate import play_match
 
     game = make_game("4x4x4")
     r = play_match(game, make_player("openspiel_mcts", game, simulations=30), make_player("random", game), 4, seed=0)

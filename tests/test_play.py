@@ -17,8 +17,8 @@ from ttt.agents import load_player
 from ttt.checkpoint import CheckpointError
 from ttt.cli import OutputError
 from ttt.games import make_game
-from ttt.human import MoveError, parse_move
 from ttt.players import PLAYERS, Player
+from ttt.players.human import MoveError, parse_move
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import PLAYERS, make_player
 from ttt.players.search import MATE, WIN, AlphaBetaPlayer, PerfectPlayer
@@ -46,7 +46,7 @@ def test_registry_has_search_players():
 
 
 def test_table_entries_by_path_are_imported_when_asked_for(monkeypatch):
-    from ttt.specs import parse_spec
+    from ttt.harness.specs import parse_spec
 
     g = make_game("3x3")
     monkeypatch.setitem(PLAYERS, "later", "ttt.players.search:AlphaBetaPlayer")

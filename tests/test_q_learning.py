@@ -12,7 +12,7 @@ from ttt.agents import load_player
 from ttt.agents.q_learning import Config, QPlayer, make_store, next_value, play_episode, q_update
 from ttt.agents.tabular import BoardKeys, DenseRows, SparseRows, exponential_epsilon, step_epsilon
 from ttt.agents.value_iteration import worst_result
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import make_player
 

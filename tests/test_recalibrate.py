@@ -15,10 +15,10 @@ from omegaconf import OmegaConf
 
 from ttt.agents.dqn import player_from_checkpoint
 from ttt.checkpoint import CheckpointError, load_checkpoint
+from ttt.evaluation.value_games import fit_scale_shift, played_games
 from ttt.games import BatchedGames, make_game
 from ttt.nets.structured import build_value_net
 from ttt.recalibrate import logits_of, recalibrate
-from ttt.value_games import fit_scale_shift, played_games
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "dqn_444_value_d16" / "checkpoint.pt"

@@ -1,6 +1,6 @@
 """Long runs that never lose work: protected run folders, one run per folder, Ctrl-C saves, one-line
 errors, every value checked before work starts, resume compared with the checkpoint's config, sweeps
-that resume, and the one evaluation / checkpoint / log schedule of ttt.training.Run."""
+that resume, and the one evaluation / checkpoint / log schedule of ttt.harness.training.Run."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import pytest
 from ttt.checkpoint import CheckpointError, load_checkpoint
 from ttt.cli import Interrupted, run_cli
 from ttt.config import ConfigError
+from ttt.harness.run_dir import ASIDE, LOCK_NAME, RunLock, hydra_value
+from ttt.harness.training import Run
 from ttt.players import make_player
-from ttt.run_dir import ASIDE, LOCK_NAME, RunLock, hydra_value
 from ttt.train import train
-from ttt.training import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["+experiment=dqn_33", "episodes=40", "eval_every=20", "eval_games=4", "agent.final_eval_games=4",
@@ -111,7 +111,7 @@ def _hydra_train(monkeypatch, *overrides: str) -> int:
     callbacks included); returns the exit code."""
     import hydra
 
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     register_configs()
 
@@ -492,7 +492,7 @@ def test_a_refused_first_run_leaves_no_empty_folders_above_its_own(compose_train
 def test_a_run_resumed_at_an_evaluation_point_evaluates_it_again(compose_train, tmp_path):
     # resuming drops the TensorBoard events from the checkpoint's episode on, and the checkpoint is
     # written before its evaluation: without evaluating again, the test point at 10 would be lost
-    from ttt.curves import read_run
+    from ttt.harness.curves import read_run
 
     args = ["+experiment=td_33_boltzmann", "episodes=10", "eval_every=10", "eval_games=4", "eval_opponents=[random]"]
     train(compose_train(args))

@@ -19,13 +19,13 @@ from test_play import LowestCellPlayer  # noqa: E402  (a predictable opponent)
 
 from ttt.agents import load_player  # noqa: E402
 from ttt.games import FIRST, SECOND, make_game  # noqa: E402
-from ttt.human import move_hint, open_lines, winning_line  # noqa: E402
-from ttt.players import PLAYERS, Player  # noqa: E402
-from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
-from ttt.specs import (
+from ttt.harness.specs import (
     SHIPPED_CHECKPOINT,  # noqa: E402
     load_agents,  # noqa: E402
 )
+from ttt.players import PLAYERS, Player  # noqa: E402
+from ttt.players.human import move_hint, open_lines, winning_line  # noqa: E402
+from ttt.serve import SHIPPED_FOLDER, is_loopback, serve  # noqa: E402
 from ttt.web.app import MAX_BODY, create_app  # noqa: E402
 from ttt.web.games import HUMAN, GameTable, RequestError, WebGame  # noqa: E402
 

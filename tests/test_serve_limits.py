@@ -21,9 +21,9 @@ from test_serve import local_client  # noqa: E402
 
 import ttt.web.app as web_app  # noqa: E402
 from ttt.games import FIRST  # noqa: E402
+from ttt.harness.specs import load_agents  # noqa: E402
 from ttt.players.stop import SearchStopped, Stop, check_stop, stopping  # noqa: E402
 from ttt.serve import listen, url_of  # noqa: E402
-from ttt.specs import load_agents  # noqa: E402
 from ttt.web.app import create_app  # noqa: E402
 from ttt.web.limits import Limits  # noqa: E402
 

@@ -16,8 +16,8 @@ from test_experiments import compose_config
 import ttt.benchmark as bm
 from ttt.agents import load_player
 from ttt.checkpoint import load_checkpoint
-from ttt.suites import suite_results, without_rules
-from ttt.value_quality import one_move_values
+from ttt.evaluation.suites import suite_results, without_rules
+from ttt.evaluation.value_quality import one_move_values
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444_value_d16" / "checkpoint.pt"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game, solved
 from ttt.games.solved import decode, encode, solve_table, solved_table
 from ttt.players import make_player

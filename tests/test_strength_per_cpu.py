@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ttt.clock import CPU_TAG
-from ttt.curves import Curve, RunLog
+from ttt.harness.clock import CPU_TAG
+from ttt.harness.curves import Curve, RunLog
 
 TAG = "eval/alphabeta:1/score"
 
@@ -35,9 +35,9 @@ def cpu_curve(spc, hours: list[float], scores: list[float], total: float):
 
 def write_run(folder: Path, cpu: dict[int, float] | None, scores: dict[int, float],
               tag: str = TAG, also: dict[int, float] | None = None) -> None:
-    """A run folder with a TensorBoard log written as training runs write theirs (``ttt.event_file``):
+    """A run folder with a TensorBoard log written as training runs write theirs (``ttt.harness.event_file``):
     ``scores`` under ``TAG``, ``also`` under ``tag``."""
-    from ttt.event_file import EventFile
+    from ttt.harness.event_file import EventFile
 
     log = EventFile(folder / "tb")
     for step, seconds in (cpu or {}).items():

@@ -46,7 +46,7 @@ def test_joblib_multirun_runs_each_job_in_a_worker_process(joblib_sweep):
 
 @pytest.mark.cli
 def test_the_sweep_gives_the_table_and_the_figure(joblib_sweep, tmp_path, experiment_script):
-    from ttt.curves import find_runs, group_runs
+    from ttt.harness.curves import find_runs, group_runs
 
     sweep, _, _ = joblib_sweep
     groups = group_runs(find_runs(sweep))
@@ -166,8 +166,8 @@ def test_a_job_refused_at_its_start_leaves_the_other_jobs_to_finish_and_the_swee
 
 
 def test_a_job_stopped_by_a_signal_returns_and_the_next_jobs_of_its_worker_are_skipped(monkeypatch, capsys):
-    from ttt import multirun
     from ttt.cli import Interrupted
+    from ttt.harness import multirun
 
     monkeypatch.setattr(multirun, "is_job", lambda: True)  # as in a worker of a joblib multirun
     monkeypatch.setattr(multirun, "join_jobs", lambda: None)
@@ -197,7 +197,7 @@ def test_slurm_launcher_config_sets_partition_gpus_cpus_and_time():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 from ttt.agents.dqn import DQNPlayer
 from ttt.games import make_game
 from ttt.games.symmetry import symmetry_sample
+from ttt.harness.specs import load_agents
 from ttt.nets.structured import build_value_net
-from ttt.specs import load_agents
 
 SHIPPED = "checkpoints/dqn_444_value_d16"
 

@@ -1,4 +1,5 @@
-"""ttt.suites and ttt.tactics: the shipped suites (counts, definitions, verification, regeneration), measuring."""
+"""ttt.evaluation.suites and ttt.tactics: the shipped suites (counts, definitions, verification, regeneration),
+measuring."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-import ttt.suites as ts
+import ttt.evaluation.suites as ts
 import ttt.tactics as tt
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import completing_moves, playable
@@ -253,7 +254,7 @@ def test_cli_help_and_a_one_line_error():
 def test_training_evaluation_logs_tactics_rates_and_spec_opponents(compose_train, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from ttt.training import Run
+    from ttt.harness.training import Run
 
     for on in (True, False):
         cfg = compose_train(["game=4x4x4", "eval_games=2", "eval_opponents=[random,alphabeta:1]",

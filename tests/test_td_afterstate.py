@@ -17,7 +17,7 @@ from ttt.agents.td_afterstate import (
     opening_classes,
 )
 from ttt.agents.value_iteration import worst_result
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.games.threats import blocks_line
 from ttt.players import make_player

@@ -120,7 +120,7 @@ def test_an_experiment_file_with_a_yaml_syntax_error_is_one_line_naming_the_file
     import hydra
 
     from ttt.cli import guard_config_files
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     guard_config_files()  # what `python -m ttt.<entry point>` installs first (ttt/__init__.py)
     register_configs()

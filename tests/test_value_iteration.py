@@ -15,7 +15,7 @@ from ttt.agents.value_iteration import (
     table_arrays,
     worst_result,
 )
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import make_game
 from ttt.players import make_player
 

@@ -1,4 +1,4 @@
-"""ttt.value_quality.ValueTags: the value measures a training run logs at each evaluation (eval/values/...),
+"""ttt.evaluation.value_quality.ValueTags: the value measures a training run logs at each evaluation (eval/values/...),
 on hand-checkable 3x3 cases, in a real run's TensorBoard log, and drawn by ``ttt.plot figure=openings``."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from ttt.curves import find_runs
+from ttt.evaluation.value_quality import ValueTags
 from ttt.games import BatchedGames, make_game
+from ttt.harness.curves import find_runs
 from ttt.players import Player, make_player
-from ttt.value_quality import ValueTags
 
 # 3x3's 4,519 non-terminal afterstates by exact outcome for the player who just moved (docs/calibration.md;
 # tests/test_calibration.py re-derives them with an independent solver)

@@ -4,7 +4,7 @@ With no arguments it plays the shipped ``checkpoints/dqn_444/checkpoint.pt`` aga
 1,000 games, half in each seat, and prints wins / draws / losses per seat with the 95% Wilson
 interval of the win rate, the score and games per second.
 
-Players are named by a *spec* (``ttt.specs``), the same in every key (``checkpoint``, ``player``,
+Players are named by a *spec* (``ttt.harness.specs``), the same in every key (``checkpoint``, ``player``,
 ``opponents``, ``round_robin``) and in ``ttt.play``: ``random``, ``alphabeta:2``,
 ``'mcts:simulations=200:c=1.4'``, ``{name:mcts,simulations:200}``, or a checkpoint path.
 
@@ -28,10 +28,10 @@ from omegaconf import DictConfig
 
 from ttt.cli import Interrupted, check_writable_file, run_cli, write_json
 from ttt.config import GameConfig, check_fits, check_seed_and_threads, match_bytes
-from ttt.elo import PairResult, check_prior_draws, fit_elo
-from ttt.evaluate import play_match
+from ttt.evaluation.elo import PairResult, check_prior_draws, fit_elo
+from ttt.evaluation.evaluate import play_match
+from ttt.harness.specs import agent_spec, board_name, distinct_labels, load_agents
 from ttt.players import Player
-from ttt.specs import agent_spec, board_name, distinct_labels, load_agents
 
 PROGRESS_SECONDS = 10.0  # a match still running reports its progress on stderr this often
 
@@ -130,7 +130,7 @@ def benchmark(cfg: DictConfig, out: TextIO | None = None) -> dict:
         (agent_label, agent), opponents = players[0], players[1:]
         check_games_fit(game, [p for _, p in players], int(cfg.games))
         if cfg.exploit:  # before the matches, so a board, option or agent it cannot take fails at once
-            from ttt.exploitability import check_ties, exploitability, policy_exploitability, report
+            from ttt.evaluation.exploitability import check_ties, exploitability, policy_exploitability, report
 
             check_ties(str(cfg.exploit_ties))
             nash = policy_exploitability(agent)

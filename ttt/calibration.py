@@ -94,10 +94,7 @@ from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
 from ttt.config import GameConfig, check_seed_and_threads
-from ttt.games import Game
-from ttt.players import Player
-from ttt.specs import agent_spec, board_name, load_agents
-from ttt.value_games import (
+from ttt.evaluation.value_games import (
     auc_ceiling,
     opponent_games,
     outcome_samples,
@@ -105,7 +102,7 @@ from ttt.value_games import (
     reliability,
     without_threat_chains,
 )
-from ttt.value_quality import (
+from ttt.evaluation.value_quality import (
     PHASES,
     WIN_THRESHOLD,
     discrimination,
@@ -118,6 +115,9 @@ from ttt.value_quality import (
     pearson,
     values_of_afterstates,
 )
+from ttt.games import Game
+from ttt.harness.specs import agent_spec, board_name, load_agents
+from ttt.players import Player
 
 
 # ------------------------------------------------------------------------------ the whole measure

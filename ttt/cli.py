@@ -139,7 +139,7 @@ def guard_hydra_record() -> None:
     run's lock, a resume with other settings) would have rewritten the record of the run already in
     that folder, and ``summarize.py`` and ``ttt.plot``, which read it, would file that run under the
     refused command. Hold the record back instead: ``write_hydra_record`` writes it once the run has
-    its first checkpoint (``ttt.training.Run``)."""
+    its first checkpoint (``ttt.harness.training.Run``)."""
     import hydra.core.utils as hydra_utils
     from omegaconf import OmegaConf
 

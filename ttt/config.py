@@ -6,7 +6,7 @@ extends the ``Config`` dataclass of its learner module (registered as ``agent/<n
 A misspelt key or a wrong type fails at composition. What types cannot rule out (ranges, names,
 a key added with ``+key=...``) ``check_train_config`` refuses before any work starts, with a
 ``ConfigError`` of one line naming the key; the learner's own settings and its fit with the board
-are checked by the harness (``ttt.learners.check_learner``), which knows the learners.
+are checked by the harness (``ttt.harness.learners.check_learner``), which knows the learners.
 
 Every learner turns its ``agent`` section (or the settings stored in its checkpoint) into its
 ``Config`` with ``agent_settings``; each ``Config`` checks its own values in ``__post_init__`` with
@@ -178,9 +178,10 @@ def check_train_config(cfg: Any) -> None:
     """Refuse, before any work starts, a training config whose values the schemas know the run cannot use.
 
     Checks: no key outside the schemas (``+episods=1`` is a typo, not a setting), numeric ranges,
-    the board name, the network, ``resume`` and ``overwrite`` not both, and ``eval_alone`` for dqn only.
-    Raises ConfigError (one line naming the key). The learner's settings (``ttt.learners.check_learner``)
-    and the evaluation opponents are checked by ``ttt.training.Run``, which knows the learners and builds the opponents.
+    the board name, the network, ``resume`` and ``overwrite`` not both. Raises ConfigError (one line
+    naming the key). The learner's settings and ``eval_alone`` (``ttt.harness.learners.check_learner``)
+    and the evaluation opponents are checked by
+    ``ttt.harness.training.Run``, which knows the learners and builds the opponents.
     """
     from ttt.games import BOARDS
 
@@ -193,8 +194,6 @@ def check_train_config(cfg: Any) -> None:
         raise ConfigError("run_dir='' names no folder; give a folder, or leave run_dir out for Hydra's")
     if cfg.resume and cfg.overwrite:
         raise ConfigError("resume=true and overwrite=true: choose one (continue the run, or start it over)")
-    if cfg.eval_alone and cfg.agent.name != "dqn":
-        raise ConfigError(f"eval_alone=true: only dqn players have rules to leave out (agent={cfg.agent.name})")
     check_known_keys("game.", cfg.game, GameConfig)
     if cfg.game.name not in BOARDS:
         raise ConfigError(f"game.name={cfg.game.name!r}: choose one of {', '.join(BOARDS)}")
@@ -240,7 +239,7 @@ GAME_BYTES_PER_CELL = 16
 
 
 def match_bytes(game: Any, networks: list[Any], games: int) -> int:
-    """About the memory ``ttt.evaluate.play_match`` needs for ``games`` games between players with
+    """About the memory ``ttt.evaluation.evaluate.play_match`` needs for ``games`` games between players with
     ``networks`` (the settings of those that have one): the games of one seat, the larger half, are
     played side by side, each with its board and its legal afterstates through the larger network."""
     return (games + 1) // 2 * (GAME_BYTES_PER_CELL * game.num_cells

@@ -279,7 +279,7 @@ def recipe_config(experiment: str = RECIPE):
     from hydra import compose, initialize
     from hydra.core.global_hydra import GlobalHydra
 
-    from ttt.learners import register_configs
+    from ttt.harness.learners import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

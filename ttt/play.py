@@ -1,6 +1,6 @@
 """Play against an agent: ``python -m ttt.play`` (Hydra; ``--help`` shows the config).
 
-``checkpoint=PATH`` or ``player=SPEC`` picks the opponent (the spec syntax of ``ttt.specs``;
+``checkpoint=PATH`` or ``player=SPEC`` picks the opponent (the spec syntax of ``ttt.harness.specs``;
 neither: the shipped dqn_444 checkpoint), ``game=NAME`` the board (default: the checkpoint's).
 The board is drawn with the cell numbers of the empty cells; a move is a cell number as shown, or
 coordinates ``row,col`` (2D) / ``layer,row,col`` (3D). On the gravity board ``row,col`` names a
@@ -36,9 +36,9 @@ from ttt.cli import Interrupted, OutputError, check_writable_file, run_cli, writ
 from ttt.config import GameConfig, check_seed_and_threads
 from ttt.games import FIRST, Game, State, render_board
 from ttt.games.render import line_text, render_svg
-from ttt.human import MoveError, hint_text, move_syntax, parse_move
+from ttt.harness.specs import agent_spec, board_name, checkpoint_file, load_agents, parse_spec
 from ttt.players import Player
-from ttt.specs import agent_spec, board_name, checkpoint_file, load_agents, parse_spec
+from ttt.players.human import MoveError, hint_text, move_syntax, parse_move
 
 
 @dataclass
@@ -46,7 +46,7 @@ class PlayConfig:
     """Schema of ``configs/play.yaml``."""
 
     checkpoint: str | None = None  # the agent: a saved learner ...
-    player: Any = None  # ... or a player spec (ttt.specs syntax); neither: the shipped dqn_444
+    player: Any = None  # ... or a player spec (ttt.harness.specs syntax); neither: the shipped dqn_444
     game: GameConfig | None = None  # board (the game/ group: game=3x3); default: the checkpoint's, else 4x4x4
     seat: str = "ask"  # your seat: first, second, or ask before every game
     learn: bool = False  # the agent learns from the games and saves itself at the end

@@ -3,7 +3,7 @@
 Reads every run under each ``DIR`` (a folder with a ``tb/`` TensorBoard log: one run, or a multirun's
 sweep folder; or a CSV file of runs that ``experiments/summarize.py format=runs`` wrote) with
 TensorBoard's own reader, groups the runs by their settings (Hydra overrides
-without ``seed``; ``ttt.curves``) and draws, against training games, the mean over the seeds of each
+without ``seed``; ``ttt.harness.curves``) and draws, against training games, the mean over the seeds of each
 setting with a shaded 95% confidence band of that mean (Student's t; no band for a single run;
 bands of rates, scores and shares are clipped to the range they can take). Legends name what differs
 between settings; the title holds what they share. A point that is no finite number (``nan``, ``inf``)
@@ -14,7 +14,7 @@ Arguments (``key=value`` after ``DIR``):
 ``figure=curves``    (default) one panel per tag of ``tags``, one line per setting
 ``figure=openings``  the values of the opening moves, one panel per setting: tabular afterstate TD's
                      ``train/opening_value/cell_<c>`` (every log point), or a network's
-                     ``eval/values/opening/cell_<c>`` (every evaluation; ``ttt.value_quality``);
+                     ``eval/values/opening/cell_<c>`` (every evaluation; ``ttt.evaluation.value_quality``);
                      3x3: centre, corner, edge
 ``figure=outcomes``  win, draw and loss rates (``eval/<opponent>/{win,draw,loss}_rate``), one panel
                      per setting and opponent
@@ -23,7 +23,7 @@ Arguments (``key=value`` after ``DIR``):
                      eval/benchmark:safe=false/score]`` takes the second for runs tested against
                      that), ``eval/defence/block_rate`` (the share of forced blocks taken in the
                      evaluation games) and ``eval/defence/miss_value`` (the network's value of the
-                     missed ones; exact -1), ``ttt.defence``
+                     missed ones; exact -1), ``ttt.evaluation.defence``
 ``tags=[a,b]``       scalar tags of ``figure=curves`` (default ``[eval/benchmark/score]``)
 ``opponent=NAME``    the opponent of ``figure=outcomes`` (default: every opponent logged)
 ``output=FIG.png``   where to write the figure (default ``<the first DIR>/<figure>.png``)
@@ -31,7 +31,7 @@ Arguments (``key=value`` after ``DIR``):
                      (what ``summarize.py format=runs`` names a run by), each with one or more values
                      separated by ``|``; e.g. ``where=network:structured_deep`` or
                      ``where=bias:true,protocol:online|batched B=64 lr=0.04``; alternatives separated
-                     by ``;`` keep the runs that match one (``ttt.curves.parse_where``)
+                     by ``;`` keep the runs that match one (``ttt.harness.curves.parse_where``)
 ``panels=KEY``       with ``figure=curves`` and one tag: one panel per value of that fact (e.g.
                      ``panels=regime``), each setting's line named by the facts that differ, in one
                      colour in every panel
@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ttt.cli import exit_on_help, run_cli, write_with_fallback
-from ttt.curves import (
+from ttt.harness.curves import (
     FACTS,
     Band,
     RunLog,
@@ -67,10 +67,10 @@ from ttt.curves import (
 )
 
 FIGURES = ("curves", "openings", "outcomes", "defence")
-DEFENCE = ("eval/defence/block_rate", "eval/defence/miss_value")  # ttt.defence
+DEFENCE = ("eval/defence/block_rate", "eval/defence/miss_value")  # ttt.evaluation.defence
 DEFAULTS = {"figure": "curves", "tags": "[eval/benchmark/score]", "opponent": "", "output": "", "where": "",
             "panels": ""}
-# tabular afterstate TD's table, or a network's mean over the class (ttt.value_quality.ValueTags)
+# tabular afterstate TD's table, or a network's mean over the class (ttt.evaluation.value_quality.ValueTags)
 OPENING_TAG = re.compile(r"^(?:train/opening_value|eval/values/opening)/cell_(\d+)$")
 OUTCOMES = ("win_rate", "draw_rate", "loss_rate")
 
@@ -109,7 +109,7 @@ def parse_args(argv: list[str]) -> tuple[list[Path], dict[str, str]]:
 
 
 def load_groups(roots: Path | list[Path], where: str = "") -> dict[str, list[RunLog]]:
-    """The runs under ``roots`` (folders, or CSV files of runs: ``ttt.curves.runs_csv``; one or a list) by
+    """The runs under ``roots`` (folders, or CSV files of runs: ``ttt.harness.curves.runs_csv``; one or a list) by
     setting, those whose facts match ``where`` (``parse_where``); ``PlotError`` if there are none."""
     roots = [Path(roots)] if isinstance(roots, str | Path) else [Path(r) for r in roots]
     for root in roots:

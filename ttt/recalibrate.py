@@ -5,7 +5,7 @@ value head. The head's output is ``tanh(z)``, ``z`` its logit; the recalibrated 
 with ``a > 0`` and ``b`` fitted by least squares to outcomes: the afterstates and outcomes of
 ``ttt.calibration``'s measure against outcomes (one afterstate from each of ``games`` games of the player's
 epsilon-greedy self-play, rules included but the threat-chain rule, and the mean outcome of ``rollouts``
-continuations of each; ``ttt.value_games.outcome_boards``). They are drawn with their own ``seed``
+continuations of each; ``ttt.evaluation.value_games.outcome_boards``). They are drawn with their own ``seed``
 (default 1; ``ttt.calibration``'s is 0), so that ``ttt.calibration`` measures the result on other games.
 
 ``a`` and ``b`` are folded into the output unit (``ValueNet.rescale_logit``): the written checkpoint is the
@@ -46,9 +46,9 @@ from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.cli import check_writable_file, run_cli
 from ttt.config import AT_LEAST_ONE, UNIT, Range, check_ranges, check_seed_and_threads
 from ttt.device import module_device
-from ttt.specs import checkpoint_file
-from ttt.value_games import fit_scale_shift, outcome_boards, reliability, without_threat_chains
-from ttt.value_quality import movers, pearson
+from ttt.evaluation.value_games import fit_scale_shift, outcome_boards, reliability, without_threat_chains
+from ttt.evaluation.value_quality import movers, pearson
+from ttt.harness.specs import checkpoint_file
 
 
 @dataclass

@@ -32,7 +32,7 @@ from omegaconf import DictConfig
 
 from ttt.cli import run_cli
 from ttt.config import check_seed_and_threads
-from ttt.specs import SHIPPED_CHECKPOINT
+from ttt.harness.specs import SHIPPED_CHECKPOINT
 from ttt.web.limits import Limits
 
 DEFAULT_LIMITS = Limits()

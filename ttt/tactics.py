@@ -1,6 +1,6 @@
 """Tactics suites from the command line: ``python -m ttt.tactics`` (Hydra; ``--help`` shows the config).
 
-Measures a player on the suites of ``ttt.suites`` (positions that each ask for one kind of move, shipped
+Measures a player on the suites of ``ttt.evaluation.suites`` (positions that each ask for one kind of move, shipped
 for ``4x4x4`` and ``4x4x4_gravity``), or with ``generate=true [game=NAME]`` rewrites the shipped files,
 bit for bit. ``rules=false`` measures a learned player without its move-selection rules (the network
 alone); fixed and search players have none, and the output says that ``rules`` has no effect on them.
@@ -33,15 +33,11 @@ from omegaconf import DictConfig
 
 from ttt.cli import check_writable_file, run_cli, write_json, write_with_fallback
 from ttt.config import GameConfig, check_seed_and_threads
-from ttt.games import Game, make_game
-from ttt.games.render import render_svg
-from ttt.specs import agent_spec, board_name, load_agents
-from ttt.suites import (
+from ttt.evaluation.suites import (
     BOARDS,
     SUITES,
     Suite,
     generate_suites,
-    has_rules,
     load_suites,
     results_of,
     rule_flags,
@@ -49,8 +45,11 @@ from ttt.suites import (
     solved_by,
     suite_moves,
     suite_path,
-    without_rules,
 )
+from ttt.games import Game, make_game
+from ttt.games.render import render_svg
+from ttt.harness.specs import agent_spec, board_name, load_agents
+from ttt.players import has_rules, without_rules
 
 
 # ---------------------------------------------------------------------------------------- entry point

@@ -4,7 +4,7 @@
 turns the errors a user can cause into one line and exit code 2 (``ttt.cli``; Ctrl-C: 130).
 Outputs (TensorBoard logs under ``tb/``, ``checkpoint.pt`` or ``.npz``, ``final_eval.json``,
 ``train.log``) go to the run directory: Hydra's output directory, or ``run_dir=...``.
-``ttt.training.Run`` guards the folder (values checked first, one run per folder, no silent
+``ttt.harness.training.Run`` guards the folder (values checked first, one run per folder, no silent
 overwrite, resume compared with the checkpoint's config). A multirun checks the values of every job
 (``check_config``) before its first job starts.
 """
@@ -22,10 +22,10 @@ from omegaconf import DictConfig, OmegaConf
 from ttt.agents import agent_module
 from ttt.cli import check_writable_dir, guard_hydra_record, run_cli, threading_main
 from ttt.config import ConfigError, check_runs_side_by_side
-from ttt.learners import register_configs, seed_everything
-from ttt.multirun import join_jobs, pass_signals_to_jobs, run_job, stopped
-from ttt.run_dir import check_group_folder
-from ttt.training import Run, check_values
+from ttt.harness.learners import register_configs, seed_everything
+from ttt.harness.multirun import join_jobs, pass_signals_to_jobs, run_job, stopped
+from ttt.harness.run_dir import check_group_folder
+from ttt.harness.training import Run, check_values
 
 
 def train(cfg: DictConfig) -> dict:
@@ -54,8 +54,9 @@ def train(cfg: DictConfig) -> dict:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Check every value ``train(cfg)`` checks before any work, the folder's aside (``ttt.training.check_values``;
-    with ``seeds`` > 1, whether the learner trains runs side by side); ConfigError, one line naming the key."""
+    """Check every value ``train(cfg)`` checks before any work, the folder's aside
+    (``ttt.harness.training.check_values``; with ``seeds`` > 1, whether the learner trains runs side by side);
+    ConfigError, one line naming the key."""
     check_values(cfg)
     if int(cfg.seeds) > 1 and not hasattr(agent_module(cfg.agent.name), "train_side_by_side"):
         raise ConfigError(f"seeds={cfg.seeds}: agent {cfg.agent.name} does not train runs side by side; train "
@@ -116,7 +117,7 @@ def _sweep_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
 
 register_configs()
 guard_hydra_record()  # here, not under __main__: the jobs of a joblib multirun import this module
-join_jobs()  # in such a job: the signals come from the multirun's parent alone (ttt.multirun)
+join_jobs()  # in such a job: the signals come from the multirun's parent alone (ttt.harness.multirun)
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")

@@ -2,8 +2,8 @@
 
 * ``Config``: a dataclass, the schema of its ``configs/agent/<name>.yaml`` (registered with Hydra);
 * ``check(cfg, game)``: raises ValueError (one line naming the key) for settings or a board it
-  cannot use; ``ttt.learners.check_learner`` calls it before any work starts;
-* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.training.Run``
+  cannot use; ``ttt.harness.learners.check_learner`` calls it before any work starts;
+* ``train(cfg, run) -> dict``: the training loop, given the composed config and a ``ttt.harness.training.Run``
   (``run.resumed`` is the checkpoint to continue from; ``run.start``, ``run.tick`` after every step
   and ``run.finish`` keep the one schedule of evaluations, checkpoints and log lines); it returns
   the final evaluation (``run.write_final``);
@@ -12,7 +12,10 @@
 A learner that can run on a GPU also sets ``USES_DEVICE = True`` and reads ``run.device``; the others
 run on the CPU whatever ``device`` says. A learner that trains several seeds side by side in one process
 (``seeds=K``) also has ``train_side_by_side(cfg, run_dir, make_run) -> dict``; the others train their
-seeds one at a time.
+seeds one at a time. A learner whose players have move-selection rules to leave out has
+``network_alone(player) -> Player`` (``eval_alone=true`` evaluates it beside the player); one whose settings a
+later version removed lists them in ``RETIRED``, ``{setting: (kept value, last commit that has it)}``
+(a checkpoint holding the kept value resumes; another value is refused, naming the commit).
 """
 
 from __future__ import annotations

@@ -278,7 +278,7 @@ def update(net: PolicyValueNet, opt: torch.optim.Optimizer, batch) -> tuple[floa
 
 # ---------------------------------------------------------------------------- training loop
 def check(cfg, game: Game) -> None:
-    """Refuse settings this learner cannot use, before any work (``ttt.learners.check_learner``)."""
+    """Refuse settings this learner cannot use, before any work (``ttt.harness.learners.check_learner``)."""
     acfg = agent_settings(cfg.agent, Config)
     if acfg.policy_head == "lines" and str(cfg.network.kind) != "structured":
         raise ConfigError(f"agent.policy_head=lines needs network.kind=structured (got {cfg.network.kind})")

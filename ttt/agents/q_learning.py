@@ -185,7 +185,7 @@ def play_episode(game: Game, keys: BoardKeys, store, epsilon: float, settings,
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.harness.learners.check_learner``)."""
     check_board(game, "q_learning")
     agent_settings(cfg.agent, Config)
 

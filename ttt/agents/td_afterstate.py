@@ -255,7 +255,7 @@ def play_episode(game: Game, keys: BoardKeys, learners: list[AfterstateLearner],
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.harness.learners.check_learner``)."""
     check_board(game, "td_afterstate")
     agent_settings(cfg.agent, Config)
 

@@ -11,7 +11,7 @@ second minimises, a finished game is worth its winner. Sweeps repeat until no va
 * ``in_place: true``: each sweep updates the last ply first and reads the fresh values, so one sweep
   solves the game and a second confirms it (for 4x4, where a sweep costs seconds).
 
-Logged scalars (besides the ``eval/`` tags of ``ttt.training``):
+Logged scalars (besides the ``eval/`` tags of ``ttt.harness.training``):
 ``train/changed_positions`` (values changed by each sweep), ``train/positions`` (reachable
 positions), ``train/positions_per_sec`` (position updates per second of the sweep),
 ``train/start_value`` (value of the empty board after each sweep). There are no episodes and no
@@ -31,7 +31,7 @@ import numpy as np
 from ttt.agents.tabular import TablePlayer, check_board, peak_rss_mb, piece_digit
 from ttt.checkpoint import save_checkpoint
 from ttt.config import NON_NEGATIVE, UNIT, agent_settings, check_ranges
-from ttt.evaluate import play_match
+from ttt.evaluation.evaluate import play_match
 from ttt.games import FIRST, Game, State, make_game
 from ttt.games.solved import digits_of, legal_cells, winners_of
 from ttt.players import Player
@@ -140,9 +140,9 @@ def worst_result(player: Player, solver: Player, seat: int, opponent: str = "opt
     Searches every game in which ``player`` plays any of its greedy moves (all ties) and the
     opponent plays any move the ``solver`` rates best (``opponent="optimal"``: every line a
     randomised perfect player can take) or any legal move (``"any"``: the best response of
-    ``ttt.exploitability``). -1 means some such game is lost.
+    ``ttt.evaluation.exploitability``). -1 means some such game is lost.
     """
-    from ttt.exploitability import best_response
+    from ttt.evaluation.exploitability import best_response
 
     if opponent not in ("optimal", "any"):
         raise ValueError(f"opponent must be 'optimal' or 'any', got {opponent!r}")
@@ -179,7 +179,7 @@ def table_arrays(levels: list[Level]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check(cfg, game: Game) -> None:
-    """Refuse settings or a board this learner cannot use, before any work (``ttt.learners.check_learner``)."""
+    """Refuse settings or a board this learner cannot use, before any work (``ttt.harness.learners.check_learner``)."""
     check_board(game, "value_iteration")
     agent_settings(cfg.agent, Config)
 

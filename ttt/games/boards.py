@@ -1,12 +1,12 @@
 """The boards and what each offers, in one table: its geometry (``ttt.games.make_game``), OpenSpiel's own
 implementation of it (``ttt.interop.openspiel``, ``ttt.perf``), exact exploitability
-(``ttt.exploitability``), perfect play (``ttt.players.search.PerfectPlayer``) and shipped tactics suites
-(``ttt.suites``); and, per entry point, the board it plays when none is named (``DEFAULT_BOARDS``).
+(``ttt.evaluation.exploitability``), perfect play (``ttt.players.search.PerfectPlayer``) and shipped tactics suites
+(``ttt.evaluation.suites``); and, per entry point, the board it plays when none is named (``DEFAULT_BOARDS``).
 
 The modules that use a fact read it here: ``ttt.games.BOARDS``, ``ttt.interop.openspiel.NATIVE_GAMES``,
-``ttt.perf.OPENSPIEL_GAMES``, ``ttt.exploitability.EXPLOIT_BOARDS``, ``ttt.players.search.PERFECT_BOARDS``,
-``ttt.suites.BOARDS`` and the default boards (``ttt.interop.openspiel.DEFAULT_BOARD``,
-``ttt.web.app.DEFAULT_BOARD``, ``ttt.specs.DEFAULT_GAME``) are views of this table. Pure data: it
+``ttt.perf.OPENSPIEL_GAMES``, ``ttt.evaluation.exploitability.EXPLOIT_BOARDS``, ``ttt.players.search.PERFECT_BOARDS``,
+``ttt.evaluation.suites.BOARDS`` and the default boards (``ttt.interop.openspiel.DEFAULT_BOARD``,
+``ttt.web.app.DEFAULT_BOARD``, ``ttt.harness.specs.DEFAULT_GAME``) are views of this table. Pure data: it
 imports nothing of the package, so every layer can read it.
 """
 
@@ -46,7 +46,7 @@ DEFAULT_BOARDS: dict[str, str] = {
     "openspiel": "3x3",  # the ttt game's ``board`` parameter in OpenSpiel (ttt.interop.openspiel)
     "web": "4x4x4",  # the board the browser page starts on (ttt.web.app)
     "players": "4x4x4",  # players built when neither game= nor a checkpoint names the board
-    # (ttt.specs.load_agents: ttt.benchmark, ttt.play, ttt.calibration, ttt.tactics)
+    # (ttt.harness.specs.load_agents: ttt.benchmark, ttt.play, ttt.calibration, ttt.tactics)
 }
 
 

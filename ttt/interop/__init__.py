@@ -1,4 +1,4 @@
-"""Bridges to the libraries researchers use: OpenSpiel here, PettingZoo and Gymnasium in ``ttt.envs``
+"""Bridges to the libraries researchers use: OpenSpiel here, PettingZoo and Gymnasium in ``ttt.interop.envs``
 (registered with Gymnasium here, as ``ttt/<board>-v0``).
 
 Nothing here imports those libraries until it is used, so ``ttt`` works without them; they come
@@ -38,7 +38,7 @@ def gym_id(board: str) -> str:
 
 def register_gymnasium_envs() -> None:
     """Register ``ttt/<board>-v0`` for every board with Gymnasium (``import ttt`` does it when Gymnasium
-    is installed). The environment is ``ttt.envs.gym_env``: ``gymnasium.make("ttt/4x4x4-v0",
+    is installed). The environment is ``ttt.interop.envs.gym_env``: ``gymnasium.make("ttt/4x4x4-v0",
     opponent="alphabeta:1", seat="random", render_mode="rgb_array")``. Repeats are no-ops."""
     import gymnasium
 
@@ -49,7 +49,7 @@ def register_gymnasium_envs() -> None:
             # the entry point is a string: PettingZoo and the envs module load at make(), not here.
             # No OrderEnforcing wrapper: the env refuses step() before reset() itself, and render()
             # before reset() draws the empty board
-            gymnasium.register(gym_id(board), entry_point="ttt.envs:gym_env", kwargs={"board": board},
+            gymnasium.register(gym_id(board), entry_point="ttt.interop.envs:gym_env", kwargs={"board": board},
                                order_enforce=False)
 
 

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 
 from ttt.games import Game
-from ttt.players.base import BatchPlayer, Player
+from ttt.players.base import BatchPlayer, Player, has_rules, without_rules
 from ttt.players.fixed import BenchmarkPlayer, RandomPlayer
 from ttt.players.mcts import MCTSPlayer
 from ttt.players.search import AlphaBetaPlayer, PerfectPlayer
@@ -50,4 +50,5 @@ def make_player(name: str, game: Game, **options) -> Player:
     return player_factory(name)(game, **options)
 
 
-__all__ = ["PLAYERS", "BatchPlayer", "BenchmarkPlayer", "Player", "RandomPlayer", "make_player", "player_factory"]
+__all__ = ["PLAYERS", "BatchPlayer", "BenchmarkPlayer", "Player", "RandomPlayer", "has_rules", "make_player",
+           "player_factory", "without_rules"]

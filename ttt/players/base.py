@@ -38,7 +38,7 @@ class Player:
 
     def greedy_values(self, state: State) -> dict[int, float] | None:
         """When ``act`` plays a best move of these values with ties broken at random: the values (any
-        best move is one it may play; ``ttt.exploitability`` follows them all). None otherwise (default)."""
+        best move is one it may play; ``ttt.evaluation.exploitability`` follows them all). None otherwise (default)."""
         return None
 
     # ---- optional, for learners that keep learning while they play (``ttt.play learn=true``)
@@ -65,3 +65,13 @@ class BatchPlayer(Player):
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
+
+
+def has_rules(player: Player) -> bool:
+    """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""
+    return callable(getattr(player, "without_rules", None))
+
+
+def without_rules(player: Player) -> Player:
+    """``player`` without its move-selection rules (the network alone); ``player`` itself if it has none."""
+    return player.without_rules() if has_rules(player) else player

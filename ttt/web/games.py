@@ -1,7 +1,7 @@
 """Games played through the browser, kept in memory: who sits in each seat, the positions so far, and
 what the page is shown of them (``WebGame.view``).
 
-A seat is ``human``, a player spec of ``ttt.specs`` (``random``, ``benchmark``, ``alphabeta:2``,
+A seat is ``human``, a player spec of ``ttt.harness.specs`` (``random``, ``benchmark``, ``alphabeta:2``,
 ``mcts:200``, ``perfect``, ``openspiel_mcts:200``), or ``checkpoint:NAME`` with NAME one of the server's
 checkpoint folder (``CheckpointShelf``): no text from a client is ever used as a path.
 ``GameTable`` keeps the games under a cap on their count, in all and per client, and on how long they
@@ -29,10 +29,10 @@ from ttt.agents import load_player
 from ttt.checkpoint import CheckpointError
 from ttt.cli import one_line
 from ttt.games import BOARDS, FIRST, SECOND, Game, State, make_game
-from ttt.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
+from ttt.harness.specs import checkpoint_file, load_agents, parse_spec
 from ttt.players import Player
+from ttt.players.human import check_move, move_hint, move_syntax, open_lines, parse_move, winning_line
 from ttt.players.stop import SearchStopped
-from ttt.specs import checkpoint_file, load_agents, parse_spec
 
 log = logging.getLogger("ttt.serve")
 

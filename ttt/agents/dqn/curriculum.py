@@ -9,7 +9,7 @@ when the curriculum first needs one and again every ``refresh_every`` games; the
 best move (the argmax of its afterstate values, with the learner's rules), exploring with
 ``frozen_epsilon``.
 
-TensorBoard tags of this learner (besides the ``eval/`` tags of ``ttt.training``): ``train/td_loss``,
+TensorBoard tags of this learner (besides the ``eval/`` tags of ``ttt.harness.training``): ``train/td_loss``,
 ``train/epsilon``, ``train/opponent`` (the opponent of games that start now: 0 random, 1 frozen,
 2 benchmark, 3 self_play), ``train/episodes_per_sec``, ``train/benchmark_share`` (share of the games
 in progress played against the benchmark player), ``train/frozen_refreshes`` (copies taken of the

@@ -1,6 +1,6 @@
 """The learner's entry for ``ttt.train``: ``check`` its settings, then ``train`` one run, or
 ``train_side_by_side`` the runs of ``seeds=K`` (seeds ``seed`` .. ``seed+K-1``), each on the
-schedule of its own ``ttt.training.Run`` (evaluations, checkpoints, log lines). One loop serves
+schedule of its own ``ttt.harness.training.Run`` (evaluations, checkpoints, log lines). One loop serves
 both: the single run is the group of one.
 
 Side by side, the K runs are the run axis of one ``Trainer``: each is exactly its seed's run alone
@@ -32,24 +32,24 @@ from ttt.checkpoint import CheckpointError, save_checkpoint, seed_folder
 from ttt.cli import Interrupted
 from ttt.config import POSITIVE, agent_settings, check_ranges
 from ttt.device import array_device
-from ttt.evaluate import Recorded
+from ttt.evaluation.evaluate import Recorded
 from ttt.games.arrays import arrays_for
 
 
 def check(cfg: DictConfig, game) -> None:
-    """Refuse agent settings the training cannot use, before any work (``ttt.training.Run``)."""
+    """Refuse agent settings the training cannot use, before any work (``ttt.harness.training.Run``)."""
     settings = agent_settings(cfg.agent, Config)  # the values every Config must have
     check_ranges("agent.", settings, {"lr": POSITIVE})  # a Config may hold still (lr 0); a training run must learn
 
 
 def train(cfg: DictConfig, run) -> dict:
-    """Train one run with the curriculum on the schedule of ``run`` (a ``ttt.training.Run``)."""
+    """Train one run with the curriculum on the schedule of ``run`` (a ``ttt.harness.training.Run``)."""
     return _train(cfg, [run], [int(cfg.seed)], side_by_side=False)[int(cfg.seed)]
 
 
 def train_side_by_side(cfg: DictConfig, run_dir: Path, make_run) -> dict:
     """Train ``cfg.seeds`` runs side by side, run ``s`` in ``run_dir/seed_<s>``, each guarded by
-    ``make_run(cfg_of_s, folder)`` (the harness's ``ttt.training.Run``); returns
+    ``make_run(cfg_of_s, folder)`` (the harness's ``ttt.harness.training.Run``); returns
     ``{"runs": {seed: final evaluation}}`` of the runs that finished."""
     first, count = int(cfg.seed), int(cfg.seeds)
     seeds = list(range(first, first + count))

@@ -115,6 +115,11 @@ def heads_entry(net: ValueNet) -> dict:
     return {"rank_head": True} if net.rank is not None else {}
 
 
+def network_alone(player: DQNPlayer) -> DQNPlayer:
+    """The player an ``eval_alone=true`` evaluation plays beside ``player``: its network alone, no rules."""
+    return player.without_rules()
+
+
 def player_from_checkpoint(payload: dict) -> DQNPlayer:
     """The greedy player of a ``dqn`` checkpoint (one without ``rules``: exact wins, as its ``exact_wins`` says).
 

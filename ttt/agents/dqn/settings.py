@@ -9,6 +9,14 @@ from ttt.agents.dqn.curriculum import OPPONENTS
 from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, ConfigError, check_choice, check_ranges
 from ttt.games.exact import GAMMA, Rules
 
+# settings a later version removed, with the value whose behaviour it kept and the last commit that has them: a
+# checkpoint that holds that value resumes as before, one that holds another is refused (its run continues there)
+RETIRED = {"rank_hardest": (False, "09c6a2d"), "rank_higher": ("random", "09c6a2d"),
+           "rank_losses": ("hinge", "09c6a2d"), "label_threats": (0, "483e9c1"),
+           "search_backup": (False, "483e9c1"), "reply_targets": (False, "483e9c1"),
+           "learn_opponent_moves": (False, "483e9c1"), "rule_label_cap": (0, "483e9c1"),
+           "benchmark_safe": (True, "483e9c1")}
+
 
 @dataclass
 class Config:

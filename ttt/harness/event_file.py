@@ -1,9 +1,9 @@
-"""TensorBoard event files written in the caller's thread: what ``ttt.training.Run`` logs with.
+"""TensorBoard event files written in the caller's thread: what ``ttt.harness.training.Run`` logs with.
 
 ``torch.utils.tensorboard.SummaryWriter`` writes from a thread of its own, one per writer: K runs
 side by side would start K threads, and a full disk there ends in that thread's traceback while
 training goes on. ``EventFile`` writes the same records (``events.out.tfevents.*``, read by
-TensorBoard, ``ttt.curves`` and ``ttt.plot``) from the thread that logs, through a buffer flushed
+TensorBoard, ``ttt.harness.curves`` and ``ttt.plot``) from the thread that logs, through a buffer flushed
 by ``flush`` and ``close``; a failed write is an ``OSError`` naming the event file, raised where
 the run can say what is safe on disk. ``purge_step`` marks a resumed run's restart, as
 SummaryWriter's does: TensorBoard drops the earlier file's events from that step on.

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ttt.games import Game, IllegalMoveError, State
-from ttt.players import Player
-from ttt.suites import has_rules, without_rules
+from ttt.players import Player, has_rules, without_rules
 
 MAX_QUOTED = 20  # characters of a person's input that an error message quotes
 

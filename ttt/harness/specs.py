@@ -34,10 +34,10 @@ from ttt.checkpoint import CheckpointError
 from ttt.config import ConfigError
 from ttt.games import BOARDS, Game, make_game
 from ttt.games.boards import DEFAULT_BOARDS
+from ttt.harness.run_dir import CHECKPOINT_NAMES
 from ttt.players import PLAYERS, Player, make_player, player_factory
-from ttt.run_dir import CHECKPOINT_NAMES
 
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444" / "checkpoint.pt"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "dqn_444" / "checkpoint.pt"
 DEFAULT_GAME = DEFAULT_BOARDS["players"]  # when neither ``game`` nor a checkpoint names the board (ttt.games.boards)
 
 
@@ -270,7 +270,7 @@ def suite_checkpoints(targets: list[str | Path]) -> list[Path]:
     each checked before any is measured: that it exists and that suites ship for its board. A one-line
     ValueError (or CheckpointError) names the first that fails."""
     from ttt.checkpoint import load_checkpoint
-    from ttt.suites import BOARDS, has_suites
+    from ttt.evaluation.suites import BOARDS, has_suites
 
     files = [checkpoint_file(str(t)) for t in targets]
     for target, path in zip(targets, files, strict=True):

@@ -34,7 +34,7 @@ measures a learned player without its move-selection rules: a player that has th
 playing alone. Fixed and search players have none. The command line is ``ttt.tactics``.
 
 Training logs the rates of the network alone (rules off) as ``eval/tactics/<suite>`` at every
-evaluation on boards with suites (``tactics_rates``, called from ``ttt.training.Run.evaluate``).
+evaluation on boards with suites (``tactics_rates``, called from ``ttt.harness.training.Run.evaluate``).
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ from ttt.checkpoint import atomic_write
 from ttt.games import BatchedGames, Game, make_game
 from ttt.games.boards import boards_with
 from ttt.games.threats import completing_moves, forced_blocks, forced_wins, move_tactics, playable
-from ttt.players import Player, make_player
+from ttt.players import Player, has_rules, make_player, without_rules
 
 SUITES = ("win", "block", "fork", "block_fork")
 BOARDS = boards_with("tactics")  # the boards with shipped suites (ttt.games.boards)
-DATA_DIR = Path(__file__).resolve().parent / "data" / "tactics"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "tactics"
 FORMAT_VERSION = 1
 
 # generation: these settings reproduce the shipped files
@@ -287,22 +287,12 @@ def load_suites(board: str) -> dict[str, Suite]:
 
 
 # ---------------------------------------------------------------------------------------- measuring
-def has_rules(player: Player) -> bool:
-    """Whether ``player`` plays with move-selection rules it can switch off (``without_rules()``)."""
-    return callable(getattr(player, "without_rules", None))
-
-
 def rule_flags(player: Player) -> dict[str, bool | int]:
     """The move-selection rules of ``player`` and whether each is on, or how deep (``threats``); {} for a
     player without rules."""
     if not has_rules(player):
         return {}
     return {k: v for k, v in asdict(player.rules).items() if k != "gamma"}
-
-
-def without_rules(player: Player) -> Player:
-    """``player`` without its move-selection rules (the network alone); ``player`` itself if it has none."""
-    return player.without_rules() if has_rules(player) else player
 
 
 def suite_moves(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:

@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from ttt.defence import defence
-from ttt.evaluate import PlayedMoves, Recorded
+from ttt.evaluation.defence import defence
+from ttt.evaluation.evaluate import PlayedMoves, Recorded
+from ttt.evaluation.suites import tactics_rates
 from ttt.games import BatchedGames, Game, opening_name, random_legal_actions
 from ttt.games.solved import SOLVABLE_CELLS, image_weights, solved_table
 from ttt.games.threats import move_tactics
 from ttt.players import Player
-from ttt.suites import tactics_rates
 
 WIN_THRESHOLD = 1.0 / 3.0  # a value above this is in the win class, below its negative the loss class
 CLASSES = {"win": 1, "draw": 0, "loss": -1}
@@ -437,7 +437,7 @@ def played_values(player: Player, game: Game, played: PlayedMoves) -> np.ndarray
 
 def games_scalars(game: Game, played: PlayedMoves, valuer: Player | None) -> dict[str, float]:
     """``{tag below the group: value}`` of the moves ``played`` in an evaluation's games (``Recorded``):
-    ``defence/{block_rate,miss_value,forced}`` (``ttt.defence``) and, with a ``valuer`` (the network
+    ``defence/{block_rate,miss_value,forced}`` (``ttt.evaluation.defence``) and, with a ``valuer`` (the network
     alone), ``values/auc``: ``grouped_auc`` of its values of the non-terminal afterstates of the moves
     against their games' results, won against lost (draws left out), pairs within each batch of games
     (one opponent, one seat). A measure the games leave undefined is left out."""
@@ -454,10 +454,10 @@ def games_scalars(game: Game, played: PlayedMoves, valuer: Player | None) -> dic
 
 
 def evaluation_scalars(player: Player, game: Game, tactics: bool) -> dict[str, float]:
-    """What an evaluation logs besides its results (``ttt.training.Run.evaluate``), ``{tag below the
-    group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.suites.tactics_rates``); for a player with
+    """What an evaluation logs besides its results (``ttt.harness.training.Run.evaluate``), ``{tag below the
+    group: value}``: ``tactics/<suite>`` (``tactics``: ``ttt.evaluation.suites.tactics_rates``); for a player with
     batched values, ``values/<key>`` (``ValueTags.measures`` of its network alone); and for a player that
-    kept its moves in the evaluation's games (``ttt.evaluate.Recorded``), ``games_scalars`` of them."""
+    kept its moves in the evaluation's games (``ttt.evaluation.evaluate.Recorded``), ``games_scalars`` of them."""
     out = {f"tactics/{suite}": rate for suite, rate in tactics_rates(player, game).items()} if tactics else {}
     alone = None
     if ValueTags.applies(player):

@@ -38,7 +38,7 @@ try:
     from pettingzoo import AECEnv
     from pettingzoo.utils import AgentSelector, wrappers
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the installed extras
-    raise ModuleNotFoundError(f"ttt.envs needs pettingzoo and gymnasium ({e.name} is not installed): "
+    raise ModuleNotFoundError(f"ttt.interop.envs needs pettingzoo and gymnasium ({e.name} is not installed): "
                               "pip install -e '.[envs]'", name=e.name) from None
 
 from ttt.games import FIRST, Game, State, make_game, render
@@ -226,7 +226,7 @@ def gym_env(board: str, opponent: str | Player = "random", seat: str = "first",
     """A Gymnasium environment: one agent on ``board`` against ``opponent`` (a player spec or a Player)."""
     game = make_game(board)
     if not isinstance(opponent, Player):
-        from ttt.specs import load_agents
+        from ttt.harness.specs import load_agents
 
         _, [(_, opponent)] = load_agents([opponent], board)
     return TTTGymEnv(game, opponent, seat, render_mode)

@@ -2,7 +2,8 @@
 
 This is the one place games between players are played; training evaluation, ``ttt.benchmark``
 and the tests all come through ``play_match``. ``Recorded`` keeps a player's moves in the games it
-plays (``PlayedMoves``), for measures of its play beyond the results (``ttt.defence``, ``ttt.value_quality``).
+plays (``PlayedMoves``), for measures of its play beyond the results (``ttt.evaluation.defence``,
+``ttt.evaluation.value_quality``).
 """
 
 from __future__ import annotations

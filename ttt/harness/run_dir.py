@@ -1,7 +1,7 @@
 """The run folder and its guard: one run per folder, no silent overwrite, resume compared with the
 checkpoint's config, and nothing on disk lost when a start fails.
 
-``RunFolder`` is what ``ttt.training.Run`` opens a folder with:
+``RunFolder`` is what ``ttt.harness.training.Run`` opens a folder with:
 
 * ``check_paths``: the names a run writes (``checkpoint.pt``, ``checkpoint.npz``, ``final_eval.json``,
   ``train.log``, ``train.lock``; ``tb/``) must not be of the wrong kind (a folder called
@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ttt.agents import agent_module
 from ttt.checkpoint import CheckpointError, load_checkpoint, temporary_files
 from ttt.config import ConfigError
 
@@ -56,13 +57,6 @@ RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "ev
                "checkpoint_every", "checkpoint_minutes", "log_every", "device", "agent.final_eval_games",
                "agent.eval_simulations"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
-# options a later version removed, with the value whose behaviour it kept and the last commit that has them: a
-# checkpoint that holds that value resumes as before, one that holds another is refused (its run continues there)
-RETIRED = {"agent.rank_hardest": (False, "09c6a2d"), "agent.rank_higher": ("random", "09c6a2d"),
-           "agent.rank_losses": ("hinge", "09c6a2d"), "agent.label_threats": (0, "483e9c1"),
-           "agent.search_backup": (False, "483e9c1"), "agent.reply_targets": (False, "483e9c1"),
-           "agent.learn_opponent_moves": (False, "483e9c1"), "agent.rule_label_cap": (0, "483e9c1"),
-           "agent.benchmark_safe": (True, "483e9c1")}
 
 
 # ------------------------------------------------------------------------------------ the lock
@@ -229,18 +223,21 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def config_changes(saved: dict, now: dict) -> tuple[list[str], list[str]]:
+def config_changes(saved: dict, now: dict, retired: dict[str, tuple[Any, str]] | None = None,
+                   ) -> tuple[list[str], list[str]]:
     """The keys that differ between a checkpoint's config and this run's, as ``key old -> new``:
     (those that change the result, those that may change on resume: ``RESUME_FREE``, ``episodes``
-    and keys the checkpoint does not record). A ``RETIRED`` option at its kept value is no change; at another
-    value it is a ConfigError naming the commit that continues the run."""
+    and keys the checkpoint does not record). An option the learner has retired (``retired``, its
+    ``RETIRED``: setting -> (kept value, commit)) at its kept value is no change; at another value it is
+    a ConfigError naming the commit that continues the run."""
     old, new = _flatten(saved), _flatten(now)
+    retired = {f"agent.{k}": v for k, v in (retired or {}).items()}
     refused, free = [], []
     for key in sorted(set(old) | set(new)):
         if key in RESUME_UNSAID or (key in old and key in new and old[key] == new[key]):
             continue
-        if key not in new and key in RETIRED:
-            kept, commit = RETIRED[key]
+        if key not in new and key in retired:
+            kept, commit = retired[key]
             if old[key] == kept:
                 continue  # the removed option's kept behaviour
             value = str(old[key]).lower() if isinstance(old[key], bool) else old[key]
@@ -266,7 +263,8 @@ def load_resume(path: Path, cfg: Any, game: str, config: dict) -> tuple[dict, li
     changes that may be made; ConfigError for a change that alters the result or fewer episodes."""
     payload = load_checkpoint(path, kind=cfg.agent.name, game=game)
     saved = payload.get("config")
-    refused, free = config_changes(saved, config) if isinstance(saved, dict) else (
+    retired = getattr(agent_module(cfg.agent.name), "RETIRED", {})
+    refused, free = config_changes(saved, config, retired) if isinstance(saved, dict) else (
         [], ["the checkpoint records no config: not compared"])
     if refused:
         raise ConfigError(f"resume=true: {path} was trained with other settings ({'; '.join(refused)}); "

@@ -5,7 +5,8 @@ A run folder is protected. ``Run(cfg, run_dir)`` checks every value of the confi
 (``check_values``: ``ttt.config.check_train_config``; the memory the games need, ``check_memory``; the evaluation
 opponents, which it builds, each listed once; a sweep checks every job's values with it before its first job),
 checks that the folder is writable and that nothing in it is in the way, and takes its lock;
-``ttt.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module docstring there).
+``ttt.harness.run_dir.RunFolder`` does the folder's part (one run per folder, resume and overwrite, module docstring
+there).
 A folder holding a checkpoint is refused unless ``resume=true`` (continue it) or ``overwrite=true`` (start over: the
 earlier checkpoint, ``final_eval.json``, ``tb/`` and ``train.log`` are set aside, and deleted only once the new run
 has its first checkpoint; a stop or an error before then puts them back). Hydra's record of the command
@@ -39,15 +40,18 @@ TensorBoard tag vocabulary (every learner logs the ``eval/`` and ``train/episode
 ``eval_cpu/<opponent>/score``            the same, its step the CPU milliseconds of training (``train/cpu_seconds``)
 ``eval_detail/<opponent>/draw_rate``     draws / games (and ``loss_rate``)
 ``eval_detail/<opponent>/<seat>/score``  per seat, ``<seat>`` = ``first`` or ``second`` (and the rates)
-``eval/tactics/<suite>``                 a ``ttt.suites`` suite solved by the network alone (4x4x4, ``eval_tactics``)
-``eval/defence/...``                     dqn: forced blocks in the evaluation games, ``block_rate`` (the share taken),
-                                         ``miss_value``, ``forced`` (how many; ``ttt.defence``)
+``eval/tactics/<suite>``                 a ``ttt.evaluation.suites`` suite solved by the network alone (4x4x4,
+                                         ``eval_tactics``)
+``eval/defence/...``                     a learner's player whose moves are kept (``Recorded``): forced blocks in
+                                         the evaluation games, ``block_rate`` (the share taken), ``miss_value``,
+                                         ``forced`` (how many; ``ttt.evaluation.defence``)
 ``eval/values/...``                      the network alone's values: openings, one-move classes, ``auc`` (won against
-                                         lost in its games); exact: 3x3, 4x4 (``ttt.value_quality``)
+                                         lost in its games); exact: 3x3, 4x4 (``ttt.evaluation.value_quality``)
 ``eval_final/...``                       the final evaluation, when its player's rules differ from the run's
-``eval_alone/...``                       dqn, ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules
+``eval_alone/...``                       ``eval_alone=true``: ``eval/``'s matches by the network alone, no rules (a
+                                         learner with ``network_alone``)
 ``train/episodes_per_sec``               training games per second since the last log
-``train/cpu_seconds``                    CPU seconds of training, evaluations left out (``ttt.clock``)
+``train/cpu_seconds``                    CPU seconds of training, evaluations left out (``ttt.harness.clock``)
 ``train/td_loss``                        mean TD (Huber or squared) loss of the updates since the last log
 ``train/epsilon``                        exploration rate
 ``train/<name>``                         learner-specific scalars, documented in the learner's module
@@ -72,17 +76,18 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ttt.agents import agent_module
 from ttt.checkpoint import atomic_write
 from ttt.cli import Interrupted, OutputError, check_writable_dir, one_line, write_hydra_record
-from ttt.clock import CPU_TAG, TrainingClock, left_out, logged_at
-from ttt.curves import eval_tag
 from ttt.device import array_device
-from ttt.evaluate import MatchResult, play_match
-from ttt.event_file import EventFile
-from ttt.learners import check_values
+from ttt.evaluation.evaluate import MatchResult, play_match
+from ttt.evaluation.value_quality import evaluation_scalars
+from ttt.harness.clock import CPU_TAG, TrainingClock, left_out, logged_at
+from ttt.harness.curves import eval_tag
+from ttt.harness.event_file import EventFile
+from ttt.harness.learners import check_values
+from ttt.harness.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
 from ttt.players import Player
-from ttt.run_dir import CHECKPOINT_NAMES, RunFolder, load_resume, played_episodes, resume_command, run_command
-from ttt.value_quality import evaluation_scalars
 
 PROGRESS_SECONDS = 2.0  # at most one progress line this often
 QUIET_SECONDS = 10.0  # and at least one this often while training, between log points
@@ -113,7 +118,8 @@ class Run:
         self.started = False
         self._saved: tuple[Path, int] | None = None  # the latest checkpoint on disk and its episodes
         self._cut_short = False  # an evaluation whose checkpoint is saved: a signal stops it at once
-        self.clock = TrainingClock()  # train/cpu_seconds (ttt.clock); a resumed run's goes on from its checkpoint
+        # train/cpu_seconds (ttt.harness.clock); a resumed run's goes on from its checkpoint
+        self.clock = TrainingClock()
         try:
             self.device, self.game, self.opponents = check_values(cfg, device)
             self.total = int(cfg.episodes)
@@ -154,7 +160,8 @@ class Run:
             self._saved = (self.folder.resume_path, played_episodes(self.resumed))
             self.clock = TrainingClock(logged_at(self.dir / "tb", self._saved[1]))
         self._log_file = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        self.writer = EventFile(self.dir / "tb", purge_step=self.folder.purge_step)  # no thread: see ttt.event_file
+        # no thread: see ttt.harness.event_file
+        self.writer = EventFile(self.dir / "tb", purge_step=self.folder.purge_step)
         self.writer.add_text("config", "```\n" + OmegaConf.to_yaml(cfg, resolve=True) + "\n```", 0)
         if self.resumed is not None:  # the checkpoint's figure again: resuming drops the events from there on
             self.log(CPU_TAG, self.clock.before, self._saved[1])
@@ -322,8 +329,10 @@ class Run:
         players can play there (``play_match``)."""
         games = int(self.cfg.eval_games if games is None else games)
         results, cpu = {}, round(1000 * self.clock.seconds())  # eval_cpu/: the score against training's CPU ms
-        entrants = [(player, group, label)] + ([(player.without_rules(), "eval_alone", f"{label} (network alone)")]
-                                               if self.cfg.eval_alone and group == "eval" else [])  # dqn: no rules
+        entrants = [(player, group, label)]
+        if self.cfg.eval_alone and group == "eval":  # the learner's player without its rules (check_learner)
+            alone = agent_module(self.cfg.agent.name).network_alone(player)
+            entrants.append((alone, "eval_alone", f"{label} (network alone)"))
         for i, (name, opponent) in enumerate(self.opponents):
             for who, tags, said in entrants:
                 r = play_match(self.game, who, opponent, games, seed=int(self.cfg.seed) * 1000 + 7 + i,
@@ -411,7 +420,7 @@ class Run:
         if note:
             self.say(note)
         write_hydra_record(self.resume_dir)
-        self.log(CPU_TAG, self.clock.seconds(), done)  # on disk now: a resume reads it back (ttt.clock)
+        self.log(CPU_TAG, self.clock.seconds(), done)  # on disk now: a resume reads it back (ttt.harness.clock)
         self.writer.flush()
 
     def evaluate_saved(self, player: Callable[[], Player], done: int, games: int | None = None,
@@ -422,7 +431,7 @@ class Run:
         try:
             if self._stop is not None:
                 raise _CutShort
-            with left_out():  # not a cost of training (ttt.clock)
+            with left_out():  # not a cost of training (ttt.harness.clock)
                 results = self.evaluate(player(), done, games, label, group)
             self._cut_short = False  # inside the try: a signal up to here is caught below
             return results
@@ -454,7 +463,7 @@ class Run:
         where = self._saved[0] if self._saved else (saved[0] if saved else self.dir)
         self.say(f"ttt.train: stopped by {signal.Signals(self._stop).name} at episode {done} of {self.total}; "
                  f"checkpoint saved: {where}")
-        from ttt.run_dir import sweep_dir  # here: the import line above is full
+        from ttt.harness.run_dir import sweep_dir  # here: the import line above is full
 
         sweep = sweep_dir()
         if sweep is not None:

@@ -47,7 +47,7 @@ def left_out() -> Iterator[None]:
 def logged_at(tb_dir: Path, step: int) -> float:
     """The ``train/cpu_seconds`` a run logged at the latest step up to ``step`` (its checkpoint's), or 0
     when it logged none (a run from before the clock)."""
-    from ttt.curves import read_run
+    from ttt.harness.curves import read_run
 
     if not Path(tb_dir).is_dir():
         return 0.0

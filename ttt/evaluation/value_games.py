@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ttt.evaluation.value_quality import PHASES, discrimination, movers, values_of_afterstates
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.players import Player
-from ttt.value_quality import PHASES, discrimination, movers, values_of_afterstates
 
 
 class EpsilonGreedy(Player):

@@ -29,7 +29,7 @@ from typing import Any
 from hydra.errors import CompactHydraException
 
 from ttt.cli import STOP_SIGNALS, _exit_at_once, run_cli, threading_main
-from ttt.run_dir import LOCK_NAME
+from ttt.harness.run_dir import LOCK_NAME
 
 PARENT = "TTT_MULTIRUN_PARENT"  # environment: the pid of the multirun's parent, read by its workers
 GRACE_SECONDS = 10.0  # after a second signal, how long the jobs may take to give back their locks

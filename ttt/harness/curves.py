@@ -32,7 +32,7 @@ import yaml
 
 
 def eval_tag(opponent: str, key: str, seat: str = "both", group: str = "eval") -> str:
-    """The TensorBoard tag of an evaluation figure (``ttt.training.Run.evaluate``). The figures people
+    """The TensorBoard tag of an evaluation figure (``ttt.harness.training.Run.evaluate``). The figures people
     look at first, the score and the win rate over both seats, are ``<group>/<opponent>/<key>``, so they
     open TensorBoard's ``eval`` section; draw and loss rates and the per-seat figures go to
     ``<group>_detail/<opponent>/[<seat>/]<key>``."""
@@ -259,13 +259,13 @@ def find_runs(root: str | Path) -> list[RunLog]:
 
 
 # ------------------------------------------------------------------------------------ runs as CSV
-#: the share of forced blocks a learner took in its evaluation games (``ttt.defence``)
+#: the share of forced blocks a learner took in its evaluation games (``ttt.evaluation.defence``)
 BLOCK_RATE = "eval/defence/block_rate"
 #: the columns of ``runs_csv`` before the test points (one column per training-game count); a table
 #: written before its last column, ``block_rate`` (docs/paper_grid.csv), is read all the same
 RUN_COLUMNS = ("setting", *FACTS, "game", "seed", "tag", "points", "peak", "end_last", "end_mean", "dir",
                "block_rate")
-#: the tags ``runs_csv`` writes beside the table's own, for the runs that log them: defence (``ttt.defence``)
+#: the tags ``runs_csv`` writes beside the table's own, for the runs that log them: defence (``ttt.evaluation.defence``)
 BESIDE = (BLOCK_RATE, "eval/defence/miss_value")
 
 

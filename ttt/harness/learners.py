@@ -1,4 +1,4 @@
-"""The harness's side of the learners: what ``ttt.train`` and ``ttt.training.Run`` need to know about
+"""The harness's side of the learners: what ``ttt.train`` and ``ttt.harness.training.Run`` need to know about
 the learner a config names, so that the lower layers (``ttt.config``, ``ttt.device``) need not know
 the learners at all.
 
@@ -25,8 +25,8 @@ from ttt.cli import one_line
 from ttt.config import ConfigError, check_known_keys, check_memory, check_train_config, register_schemas
 from ttt.device import resolve_device
 from ttt.games import Game, make_game
+from ttt.harness.specs import distinct_labels, load_agents
 from ttt.players import Player
-from ttt.specs import distinct_labels, load_agents
 
 
 def register_configs() -> None:
@@ -37,12 +37,16 @@ def register_configs() -> None:
 
 def check_learner(cfg: DictConfig) -> ModuleType:
     """The learner module ``cfg.agent.name`` names, after refusing settings it cannot use: a name that is
-    not a learner, a key that is not one of its settings, and what its own ``check(cfg, game)`` refuses.
+    not a learner, ``eval_alone=true`` for a learner without ``network_alone`` (its players have no rules to
+    leave out), a key that is not one of its settings, and what its own ``check(cfg, game)`` refuses.
     Raises ConfigError (one line naming the key)."""
     name = cfg.agent.name
     if name not in AGENTS:
         raise ConfigError(f"agent.name={name!r}: choose one of {', '.join(AGENTS)}")
     module = agent_module(name)
+    if cfg.eval_alone and not hasattr(module, "network_alone"):
+        alone = " and ".join(n for n, m in available_agents().items() if hasattr(m, "network_alone"))
+        raise ConfigError(f"eval_alone=true: only {alone} players have rules to leave out (agent={name})")
     check_known_keys("agent.", cfg.agent, module.Config)
     try:
         module.check(cfg, make_game(cfg.game.name))

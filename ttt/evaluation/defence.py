@@ -9,8 +9,8 @@ lift another winning cell of the opponent's into reach). There the block is the 
 not lose at once; any other move, a *miss*, leaves the winning cell open, so its afterstate is lost in
 one ply (exact value -1, the value a TD learner's target for it converges to).
 
-Over the moves a player made in its games (``ttt.evaluate.PlayedMoves``, recorded by
-``ttt.evaluate.Recorded``):
+Over the moves a player made in its games (``ttt.evaluation.evaluate.PlayedMoves``, recorded by
+``ttt.evaluation.evaluate.Recorded``):
 
 * ``block_rate``: of its moves in forced-block positions, the share that took the block (None when
   its games held none);
@@ -19,7 +19,7 @@ Over the moves a player made in its games (``ttt.evaluate.PlayedMoves``, recorde
 * ``forced``: how many forced-block positions it met (the rate's denominator).
 
 Every evaluation of a training run logs them as ``eval/defence/{block_rate,miss_value,forced}``
-(``ttt.value_quality.evaluation_scalars``), over the games against all evaluation opponents.
+(``ttt.evaluation.value_quality.evaluation_scalars``), over the games against all evaluation opponents.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ttt.evaluate import PlayedMoves
+from ttt.evaluation.evaluate import PlayedMoves
 from ttt.games import Game
 from ttt.games.threats import forced_blocks, playable
 
