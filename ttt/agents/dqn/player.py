@@ -18,6 +18,7 @@ from ttt.games import BatchedGames, Game, State, make_game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import NO_RULES, Rules
 from ttt.games.symmetry import symmetry_sample
+from ttt.nets.averaged import SymmetryAveraged
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BatchPlayer
 
@@ -26,7 +27,9 @@ class DQNPlayer(BatchPlayer):
     """Greedy play by the afterstate values: one forward pass over every legal afterstate.
 
     ``rules`` (``Rules``): the exact values the rules give replace the network's in move selection;
-    ``NO_RULES``, or ``without_rules()``, lets the network play alone.
+    ``NO_RULES``, or ``without_rules()``, lets the network play alone. ``net`` is the network as trained
+    (what ``save`` writes); the player values boards by ``scorer``, the network itself or the network
+    averaged over the board's symmetries (``symmetries``), which changes nothing in the network.
     """
 
     name = "dqn"
@@ -37,6 +40,7 @@ class DQNPlayer(BatchPlayer):
         self.net = net
         self.network = network
         self.rules = rules
+        self.scorer: ValueNet | SymmetryAveraged = net  # what the player values boards by (``symmetries``)
         self._learner: Trainer | None = None
 
     def without_rules(self) -> DQNPlayer:
@@ -44,26 +48,29 @@ class DQNPlayer(BatchPlayer):
         return self.with_rules(NO_RULES)
 
     def with_rules(self, rules: Rules) -> DQNPlayer:
-        """The same network choosing its moves with ``rules``."""
-        return DQNPlayer(self.game, self.net, self.network, rules)
+        """The same network choosing its moves with ``rules`` (and valuing boards through the same symmetries)."""
+        player = DQNPlayer(self.game, self.net, self.network, rules)
+        player.scorer = self.scorer
+        return player
 
     @property
     def symmetries(self) -> int:
-        """How many of the board's symmetries the network values each board through (1: the board alone,
-        as trained; ``ValueNet.average_over``). Setting it (the player spec's ``symmetries`` option) takes
-        the identity and ``symmetries - 1`` others (``ttt.games.symmetry.symmetry_sample``, the same on every
-        machine; all of them at the group's size); every copy of this player (``with_rules``) shares it."""
-        return 1 if self.net.images is None else len(self.net.images)
+        """How many of the board's symmetries the player values each board through (1: the board alone,
+        as trained; ``ttt.nets.averaged.SymmetryAveraged``). Setting it (the player spec's ``symmetries``
+        option) takes the identity and ``symmetries - 1`` others (``ttt.games.symmetry.symmetry_sample``, the
+        same on every machine; all of them at the group's size) for this player alone: the network, and
+        every other player holding it, are unchanged; a copy made afterwards (``with_rules``) keeps it."""
+        return 1 if self.scorer is self.net else len(self.scorer.images)
 
     @symmetries.setter
     def symmetries(self, count: int) -> None:
         images = symmetry_sample(self.game.symmetries, int(count))
-        self.net.average_over(None if len(images) == 1 else images)
+        self.scorer = self.net if len(images) == 1 else SymmetryAveraged(self.net, images)
 
     def values(self, games: BatchedGames, rows) -> torch.Tensor:
         """Afterstate values of the games ``rows`` (its rules applied): the value head's, also with a
         rank head, whose order the player moves by (``act_batch``)."""
-        return selection_values(self.net, games, rows, self.rules)
+        return selection_values(self.scorer, games, rows, self.rules)
 
     @torch.inference_mode()
     def value_of_afterstates(self, views: np.ndarray) -> np.ndarray | None:
@@ -74,7 +81,7 @@ class DQNPlayer(BatchPlayer):
         if self.rules.needs_tactics():
             return None
         x = torch.as_tensor(np.asarray(views), dtype=torch.float32, device=module_device(self.net))
-        return self.net(x).double().cpu().numpy()
+        return self.scorer(x).double().cpu().numpy()
 
     def act_batch(self, games: BatchedGames, rng=None):
         """Greedy moves of numpy games, or of games on a device (wherever the network is): the argmax of
@@ -83,11 +90,12 @@ class DQNPlayer(BatchPlayer):
         actions = xp.full(len(games), -1, "int64")
         live = xp.flatnonzero(~games.done)
         if len(live):
-            actions[live] = xp.from_tensor(move_scores(self.net, games, live, self.rules)[0]).argmax(1)
+            actions[live] = xp.from_tensor(move_scores(self.scorer, games, live, self.rules)[0]).argmax(1)
         return actions
 
     def learn_from_game(self, states: list[State]) -> bool:
-        """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3)."""
+        """Replay a finished game through the TD(0) rule, learning from both seats (Adam 1e-3): the
+        network itself learns, each board alone (training never averages over symmetries)."""
         if self._learner is None:
             r = self.rules
             settings = Config(opponent="self_play", opponent_after="self_play", gamma=r.gamma)
