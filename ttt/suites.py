@@ -297,7 +297,7 @@ def rule_flags(player: Player) -> dict[str, bool | int]:
     player without rules."""
     if not has_rules(player):
         return {}
-    return {k: v for k, v in asdict(player.rules).items() if k != "gamma"}
+    return asdict(player.rules)
 
 
 def without_rules(player: Player) -> Player:
