@@ -283,6 +283,25 @@ def test_save_load_round_trip_gives_the_same_greedy_moves(tmp_path, network):
     assert loaded.act(state, rng) == player.act(state, rng)
 
 
+def test_the_discount_travels_with_the_checkpoint_and_old_rules_that_stored_it_still_load(tmp_path):
+    from ttt.agents.dqn.player import checkpoint_rules
+    from ttt.checkpoint import load_checkpoint
+
+    game = make_game("3x3")
+    net = build_value_net(NETWORK, game)
+    rules = Rules(losses=True, forks=True, threats=1)
+    DQNPlayer(game, net, OmegaConf.to_container(NETWORK), rules, gamma=0.97).save(tmp_path / "dqn.pt")
+    payload = load_checkpoint(tmp_path / "dqn.pt")
+    assert payload["rules"] == {"wins": True, "losses": True, "forks": True, "threats": 1}
+    loaded = load_player(tmp_path / "dqn.pt")
+    assert (loaded.rules, loaded.gamma) == (rules, 0.97)
+    # written while the rules carried the discount: the run's config says it, or else the rules' own key
+    old = {**payload, "rules": {**payload["rules"], "gamma": 0.8}}
+    assert checkpoint_rules(old) == (rules, 0.97)
+    assert checkpoint_rules({k: v for k, v in old.items() if k != "config"}) == (rules, 0.8)
+    assert checkpoint_rules({"exact_wins": False}) == (Rules(wins=False), GAMMA)
+
+
 def test_learns_to_beat_random_on_3x3():
     torch.manual_seed(0)
     game = make_game("3x3")
@@ -470,7 +489,7 @@ def test_fork_defence_labels_find_afterstates_that_allow_an_opponent_fork():
 def test_fork_rules_in_move_selection_take_a_fork_and_stop_the_opponents():
     game = make_game("3x3")
     net = make_trainer().net
-    forks = Rules(losses=True, forks=True, gamma=GAMMA)
+    forks = Rules(losses=True, forks=True)
     # X: 0, 8; O: 2, 4; X to move must block 6, which also makes two winning cells (3 and 7)
     state = game.state_from_board([1, 0, -1, 0, -1, 0, 0, 0, 1])
     values = DQNPlayer(game, net, rules=forks).action_values(state)
@@ -482,6 +501,9 @@ def test_fork_rules_in_move_selection_take_a_fork_and_stop_the_opponents():
     assert values[2] == pytest.approx(-GAMMA) and all(values[a] > -GAMMA for a in (0, 6, 7))
     alone = DQNPlayer(game, net, rules=forks).without_rules().action_values(state)
     assert alone[2] != pytest.approx(-GAMMA)
+    # the discount is the player's (its learner's), not the rules': a fork is worth it, in a copy too
+    discounted = DQNPlayer(game, net, rules=forks, gamma=0.97).with_rules(forks)
+    assert discounted.gamma == 0.97 and discounted.action_values(state)[2] == pytest.approx(-0.97)
 
 
 def forcing_positions(game, count: int = 5, seed: int = 2):
@@ -514,7 +536,7 @@ def forcing_positions(game, count: int = 5, seed: int = 2):
 def test_threat_rule_values_a_forcing_threat_at_gamma_squared():
     game = make_game("3x3x3")
     net = Trainer(game, NETWORK, Config(), 1, np.random.default_rng(0)).net
-    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True, gamma=GAMMA, threats=1))
+    player = DQNPlayer(game, net, rules=Rules(losses=True, forks=True, threats=1))
     for state, _, forcing in forcing_positions(game):
         values = player.action_values(state)
         for a in np.flatnonzero(forcing):
@@ -768,7 +790,7 @@ def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_train
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert payload["rules"]["forks"] is play_forks and payload["rules"]["threats"] == play_threats
     player = load_player(tmp_path / "run" / "checkpoint.pt")
-    assert player.rules == Rules(wins=True, forks=play_forks, gamma=cfg.agent.gamma, threats=play_threats)
+    assert player.rules == Rules(wins=True, forks=play_forks, threats=play_threats) and player.gamma == cfg.agent.gamma
     assert training_rules(Config(play_forks=play_forks, play_threats=play_threats)) == Rules(forks=False, threats=0)
 
 
@@ -824,7 +846,7 @@ def test_search_labels_train_unvalued_afterstates_toward_the_opponents_best_repl
     ruled = np.isin(labels.targets, [1.0, -1.0]) | ((labels.targets > 0) & np.isclose(labels.targets, 0.9))
     searched = labels.obs[~ruled]
     assert len(searched) > 0 and np.isin(plain.targets, [1.0, -1.0, np.float32(0.9)]).all()
-    want = reply_targets(net, searched, game, 0.9, Rules(gamma=0.9))
+    want = reply_targets(net, searched, game, 0.9, Rules())
     np.testing.assert_allclose(labels.targets[~ruled], want, rtol=1e-6)
 
 

@@ -562,7 +562,7 @@ def test_dqn_444_plain_trains_a_player_that_is_its_network_with_terminal_values(
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     rules = Rules(**payload["rules"])
     # the trained player's: no rule but the terminal afterstates' values (a completed line scores its reward)
-    assert rules == replace(NO_RULES, wins=True, gamma=0.9) and "rank_head" not in payload
+    assert rules == replace(NO_RULES, wins=True) and "rank_head" not in payload
     assert training_rules(Config(**cfg.agent)) == rules  # and the training moves'
 
 
@@ -610,11 +610,15 @@ def test_train_yaml_leaves_every_top_level_default_to_train_config():
     assert set(yaml.safe_load((CONFIG_DIR / "train.yaml").read_text())) == {"defaults", "hydra"}
 
 
-def test_the_rules_gamma_is_the_learners_default_gamma():
-    from ttt.agents.dqn import Config
+def test_the_discount_has_one_home_the_learners_config():
+    from dataclasses import fields
+
+    from ttt.agents.dqn import Config, DQNPlayer
+    from ttt.games import make_game
     from ttt.games.exact import GAMMA, Rules
 
-    assert Rules().gamma == Config().gamma == GAMMA
+    assert "gamma" not in {f.name for f in fields(Rules)}  # the rules' values take it where they are computed
+    assert Config().gamma == GAMMA == DQNPlayer(make_game("3x3"), None).gamma
 
 
 def test_value_columns_of_the_shipped_checkpoint(experiment_script, tmp_path, capsys):

@@ -18,8 +18,10 @@ import ttt.benchmark as bm
 import ttt.play as tp
 from ttt.agents import load_player
 from ttt.agents.dqn.health import health
+from ttt.agents.dqn.player import checkpoint_rules
 from ttt.checkpoint import load_checkpoint
 from ttt.games import BatchedGames, random_legal_actions
+from ttt.games.exact import Rules
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444_plain" / "checkpoint.pt"
 
@@ -29,7 +31,7 @@ def test_the_shipped_player_is_the_experiments_network_and_settings_with_termina
     recipe = compose_config(["+experiment=dqn_444_plain"])
     for key in ("kind", "detectors", "hidden", "bias", "tie_orbits", "tie_lines", "dense_forward", "activation"):
         assert payload["network"][key] == recipe[f"network.{key}"], key
-    assert payload["rules"] == {"wins": True, "losses": False, "forks": False, "gamma": 0.9, "threats": 0}
+    assert checkpoint_rules(payload) == (Rules(wins=True, losses=False, forks=False, threats=0), 0.9)
     assert "rank_head" not in payload
     agent = payload["config"]["agent"]
     for key in ("gamma", "lr", "first_lr", "td_lambda", "loss", "optimizer", "opponent", "opponent_after",

@@ -15,9 +15,11 @@ from test_experiments import compose_config
 
 import ttt.benchmark as bm
 from ttt.agents import load_player
+from ttt.agents.dqn.player import checkpoint_rules
 from ttt.checkpoint import load_checkpoint
 from ttt.evaluation.suites import suite_results, without_rules
 from ttt.evaluation.value_quality import one_move_values
+from ttt.games.exact import Rules
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444_value_d16" / "checkpoint.pt"
 
@@ -29,7 +31,8 @@ def test_the_shipped_player_is_the_experiments_network_and_rules_without_a_rank_
         assert payload["network"][key] == recipe[f"network.{key}"], key
     assert payload["network"].get("tie_lines", False) == recipe["network.tie_lines"]  # saved before the option
     assert "rank_head" not in payload  # the value head is the player
-    assert payload["rules"] == {"wins": True, "losses": True, "forks": True, "gamma": 0.97, "threats": 3}
+    # its rules as they load (written while the rules carried the discount, its learner's 0.97)
+    assert checkpoint_rules(payload) == (Rules(wins=True, losses=True, forks=True, threats=3), 0.97)
     final = json.loads((SHIPPED.parent / "final_eval.json").read_text())
     assert final["episodes"] == recipe["episodes"] == 30000 and final["seed"] == 0
     assert "+experiment=dqn_444_value_selfplay_decay" in final["command"] and "network.detectors=16" in final["command"]

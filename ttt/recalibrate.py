@@ -71,13 +71,14 @@ ConfigStore.instance().store(name="recalibrate_schema", node=RecalibrateConfig)
 
 def logits_of(player, boards: np.ndarray) -> np.ndarray:
     """(N,) the value head's logits of the afterstates ``boards`` (+1 first player), each seen from the
-    player who just moved, as ``value_quality.values_of_afterstates`` sees them."""
+    player who just moved, as ``value_quality.values_of_afterstates`` sees them (through the player's
+    symmetries, ``DQNPlayer.scorer``)."""
     import torch
 
     views = boards * movers(boards)[:, None]
     with torch.inference_mode():
         x = torch.as_tensor(views, dtype=torch.float32, device=module_device(player.net))
-        return player.net.logit(x).double().cpu().numpy()
+        return player.scorer.logit(x).double().cpu().numpy()
 
 
 def recalibrate(cfg: DictConfig, out: TextIO | None = None) -> dict:

@@ -292,7 +292,7 @@ def rule_flags(player: Player) -> dict[str, bool | int]:
     player without rules."""
     if not has_rules(player):
         return {}
-    return {k: v for k, v in asdict(player.rules).items() if k != "gamma"}
+    return asdict(player.rules)
 
 
 def suite_moves(player: Player, game: Game, suites: dict[str, Suite], seed: int = 0) -> dict[str, np.ndarray]:

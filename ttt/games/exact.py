@@ -4,7 +4,8 @@ A winning move's afterstate is worth +1, a move that lets the opponent win at on
 winning cells the opponent cannot both block) ``gamma``, and a move that wins through a chain of d
 forcing threats ending in a fork ``gamma**(d+1)``; the same values with the sign turned for the
 opponent's. ``Rules`` says which of them a player puts in place of its estimates when it chooses a
-move; ``rule_values`` computes them (``ttt.games.threats`` answers the one- and two-move questions).
+move; ``rule_values`` computes them, with the discount ``gamma`` of the learner whose estimates they
+replace (``ttt.games.threats`` answers the one- and two-move questions).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
 from ttt.games.threats import MoveTactics, move_tactics, playable, threat_depths
 
-GAMMA = 0.9  # the discount by default: of the dqn learner (ttt.agents.dqn.Config.gamma) and of its rules (Rules.gamma)
+GAMMA = 0.9  # the discount by default: of the dqn learner (ttt.agents.dqn.Config.gamma), whose rules' values use it
 
 
 @dataclass(frozen=True)
@@ -31,14 +32,13 @@ class Rules:
     and one after which the opponent has such a move scores ``-gamma``. ``threats`` = D: a move that wins
     through a chain of d <= D threats (each block forced) ending in a fork scores ``gamma**(d+1)``, and
     one after which the opponent has such a move ``-gamma**(d+1)`` (``threat_forks``). All off: the network alone.
-    ``gamma``: the learner's discount (``ttt.agents.dqn.settings.training_rules`` passes its ``Config.gamma``);
-    unless given, ``GAMMA``, the learner's default, not a default of its own.
+    ``gamma`` is not a rule's: it is the discount of the learner whose estimates the values replace
+    (``Config.gamma``), given where the values are computed (``rule_values``; ``DQNPlayer.gamma``).
     """
 
     wins: bool = True
     losses: bool = False
     forks: bool = False
-    gamma: float = GAMMA
     threats: int = 0
 
     def needs_tactics(self) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -199,7 +198,42 @@ class StructuredLayer(nn.Module):
                f"bias={self.biases() is not None}{tied}{dense}{playable}"
 
 
-class ValueNet(nn.Module):
+class AfterstateScores:
+    """The scores of every legal afterstate of a batch of boards, in one pass, from ``afterstate_heads``
+    (the heads' outputs at the afterstate of every cell) and ``rank`` (the rank head, or None): the
+    methods move selection calls, shared by ``ValueNet`` and what values boards through it
+    (``ttt.nets.averaged.SymmetryAveraged``)."""
+
+    rank: nn.Module | None
+
+    def afterstate_heads(self, boards: torch.Tensor, ranks: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        raise NotImplementedError
+
+    def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """Values of every legal afterstate in one pass: (E, cells) boards from the mover's view and a
+        (E, cells) bool mask -> (E, cells) values, -inf where illegal."""
+        return self._afterstates(boards, legal, False)[0]
+
+    def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
+        the value head's values (``afterstate_values``) and the rank head's scores (``rank_logit``), the
+        trunk computed once; ``ranks`` is None without a rank head."""
+        return self._afterstates(boards, legal, self.rank is not None)
+
+    def _afterstates(self, boards: torch.Tensor, legal: torch.Tensor,
+                     ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``afterstate_scores``, the rank head's scores only when ``ranks``."""
+        logits, rank = self.afterstate_heads(boards, ranks)
+        values = torch.tanh(logits).masked_fill(~legal, float("-inf"))
+        return values, (rank.masked_fill(~legal, float("-inf")) if ranks else None)
+
+    def afterstate_logits(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """The value head's logits (the Tanh's inputs) of every legal afterstate in one pass, as
+        ``afterstate_values`` computes them: (E, cells), -inf where illegal (``train/health/logit``)."""
+        return self.afterstate_heads(boards, False)[0].masked_fill(~legal, float("-inf"))
+
+
+class ValueNet(AfterstateScores, nn.Module):
     """Afterstate value V(s') in [-1, 1] of boards seen from the player who just moved.
 
     ``first`` (a StructuredLayer or Linear) is linear in the board, then Tanh, then ``rest``, which
@@ -218,44 +252,15 @@ class ValueNet(nn.Module):
         self.first = first
         self.rest = rest
         self.rank = rank  # registered as a submodule only when given: the state_dict without it is unchanged
-        # average_over: the images every board is valued through (not saved: a way of playing, not weights)
-        self.register_buffer("images", None, persistent=False)
-        self.register_buffer("inverse", None, persistent=False)
-
-    def average_over(self, images: torch.Tensor | np.ndarray | None) -> None:
-        """Value every board through its images: ``images`` (K, cells), each row a permutation of the cells
-        that maps the board's lines onto lines (rows of ``Game.symmetries``; ``ttt.games.symmetry_sample``),
-        image k showing cell ``images[k, j]`` of the board at cell j. Every score (the value head's logit,
-        the rank head's) is then the mean over the K images, and a value the Tanh of that mean logit, an
-        ensemble of the network over the board's symmetries: what one image gets wrong the others need not.
-        None: the board alone (the network as trained). Training never sets it."""
-        if images is None:
-            self.images = self.inverse = None
-            return
-        images = torch.tensor(np.array(images, dtype=np.int64), device=self.rest[-2].weight.device)
-        cells = images.shape[-1]
-        in_order = torch.arange(cells, device=images.device)
-        if images.ndim != 2 or len(images) < 1 or not torch.equal(images.sort(1).values, in_order.expand_as(images)):
-            raise ValueError("average_over needs a (K, cells) array whose rows are permutations of the cells")
-        self.images, self.inverse = images, images.argsort(1)
-
-    def _mean_over_images(self, score, x: torch.Tensor) -> torch.Tensor:
-        """(N, cells) boards -> (N,) the mean of ``score`` over the images of each board."""
-        k, cells = self.images.shape
-        return score(x[..., self.images].reshape(-1, cells)).reshape(*x.shape[:-1], k).mean(-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) values."""
-        if self.images is not None:
-            return torch.tanh(self.logit(x))
         return self.rest(self.act(self.first(x))).squeeze(-1)
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
         """(N, cells) boards -> (N,) inputs of the output unit's Tanh: ``forward(x) == tanh(logit(x))``."""
         if not isinstance(self.rest[-1], nn.Tanh):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
-        if self.images is not None:
-            return self._mean_over_images(lambda b: self.rest[:-1](self.act(self.first(b))).squeeze(-1), x)
         return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
 
     def _output_unit(self) -> nn.Linear:
@@ -290,20 +295,7 @@ class ValueNet(nn.Module):
         one the value head's ``logit``."""
         if self.rank is None:
             return self.logit(x)
-        if self.images is not None:
-            return self._mean_over_images(lambda b: self.rank(self.trunk(b)).squeeze(-1), x)
         return self.rank(self.trunk(x)).squeeze(-1)
-
-    def afterstate_values(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """Values of every legal afterstate in one pass: (E, cells) boards from the mover's view and a
-        (E, cells) bool mask -> (E, cells) values, -inf where illegal.
-
-        Placing an own piece on cell a adds column a of the first (linear) layer to the board's
-        pre-activation, so the afterstates share one first-layer product per board. With a structured
-        first layer, only the detectors of the lines through a change, so the next layer's input
-        changes by a sum over those lines (computed once per line and position).
-        """
-        return self._afterstates(boards, legal, False)[0]
 
     def _by_lines(self) -> bool:
         """Whether afterstates are valued line by line (``_structured_next``): a structured first layer
@@ -319,39 +311,15 @@ class ValueNet(nn.Module):
             else self.first.weight.transpose(-1, -2)
         return self.act(base.unsqueeze(-2) + cols.unsqueeze(-3))
 
-    def afterstate_scores(self, boards: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(values, ranks)`` of every legal afterstate in one pass, each (E, cells), -inf where illegal:
-        the value head's values (``afterstate_values``) and the rank head's scores (``rank_logit``), the
-        trunk computed once; ``ranks`` is None without a rank head."""
-        return self._afterstates(boards, legal, self.rank is not None)
-
-    def _afterstates(self, boards: torch.Tensor, legal: torch.Tensor,
-                     ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``afterstate_scores``, the rank head's scores only when ``ranks``; with ``average_over`` the mean
-        of each score over the images of the boards (the afterstate of cell c of a board is the afterstate
-        of its image's cell ``inverse[k, c]``)."""
-        logits, rank = self._mean_afterstate_logits(boards, ranks)
-        values = torch.tanh(logits).masked_fill(~legal, float("-inf"))
-        return values, (rank.masked_fill(~legal, float("-inf")) if ranks else None)
-
-    def afterstate_logits(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """The value head's logits (the Tanh's inputs) of every legal afterstate in one pass, as
-        ``afterstate_values`` computes them: (E, cells), -inf where illegal (``train/health/logit``)."""
-        return self._mean_afterstate_logits(boards, False)[0].masked_fill(~legal, float("-inf"))
-
-    def _mean_afterstate_logits(self, boards: torch.Tensor, ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``_afterstate_logits``, with ``average_over`` the mean over the images of the boards."""
-        if self.images is None:
-            return self._afterstate_logits(boards, ranks)
-        logits = rank = 0.0
-        for image, back in zip(self.images, self.inverse, strict=True):
-            z, r = self._afterstate_logits(boards[..., image], ranks)
-            logits, rank = logits + z[..., back], (rank + r[..., back] if ranks else None)
-        return logits / len(self.images), (rank / len(self.images) if ranks else None)
-
-    def _afterstate_logits(self, boards: torch.Tensor, ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def afterstate_heads(self, boards: torch.Tensor, ranks: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(E, cells) the value head's logits at the afterstate of every cell (legal or not), and the rank
-        head's scores when ``ranks`` (else None)."""
+        head's scores when ``ranks`` (else None).
+
+        Placing an own piece on cell a adds column a of the first (linear) layer to the board's
+        pre-activation, so the afterstates share one first-layer product per board. With a structured
+        first layer, only the detectors of the lines through a change, so the next layer's input
+        changes by a sum over those lines (computed once per line and position).
+        """
         if self._by_lines() and len(self.rest) == 2:
             # no hidden layer: the output unit (and the rank unit) read the line detectors
             logits = self._structured_next(boards, self.rest[0]).squeeze(-1)

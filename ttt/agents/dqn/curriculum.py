@@ -99,7 +99,8 @@ def opponent_moves(trainer, rows, chosen) -> None:
         pick = frozen[trainer.pool_index[frozen] == i]
         if len(pick):
             nets = [p[i] if i < len(p) else None for p in trainer.pools]
-            order = move_scores(trainer.scorer(pick, nets), g, pick, trainer.rules, trainer.tactics(pick))[0]
+            order = move_scores(trainer.scorer(pick, nets), g, pick, trainer.rules, trainer.tactics(pick),
+                                gamma=float(trainer.settings.gamma))[0]
             slots.append((pick, order, dict(trainer.each_run(pick))))  # run -> its games among pick
     for r, at in trainer.each_run(rows):
         rng, mine = trainer.rngs[r], rows[at]

@@ -201,7 +201,7 @@ def reply_targets(net: ValueNet, after, game: Game, gamma: float, rules) -> np.n
     replies.board[:] = xp.astype(after, "int8")
     replies.to_play[:] = -1
     replies.num_moves[:] = xp.astype((replies.board != 0).sum(1), "int16")
-    values = xp.from_tensor(selection_values(net, replies, xp.arange(n), rules))
+    values = xp.from_tensor(selection_values(net, replies, xp.arange(n), rules, gamma=gamma))
     best = values.max(1) if not xp.is_torch else values.amax(1)
     full = ~replies.legal_mask().any(1)
     best = xp.where(full, 0.0, best)

@@ -99,7 +99,8 @@ def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) ->
 
     def player(r: int, final: bool = False) -> Recorded:
         # its moves are kept: the evaluation measures defence and values in its games (eval/defence/, eval/values/auc)
-        return Recorded(DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules))
+        return Recorded(DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules,
+                                  float(settings.gamma)))
 
     def save(r: int, run) -> None:
         net = trainer.nets[r]

@@ -13,14 +13,14 @@ import torch.nn.functional as F
 from ttt.device import module_device
 from ttt.games import BatchedGames, random_legal_actions
 from ttt.games.arrays import NUMPY
-from ttt.games.exact import Rules, rule_values
+from ttt.games.exact import GAMMA, Rules, rule_values
 from ttt.games.threats import MoveTactics, completing_moves, move_tactics
 from ttt.nets.structured import ValueNet
 
 
 @torch.inference_mode()
 def selection_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
-                     tactics: MoveTactics | None = None) -> torch.Tensor:
+                     tactics: MoveTactics | None = None, *, gamma: float = GAMMA) -> torch.Tensor:
     """(len(rows), cells) values of every legal afterstate of the games ``rows`` as move selection sees
     them: the network's ``afterstate_values`` with the rules' exact values in place, -inf where illegal.
 
@@ -28,15 +28,16 @@ def selection_values(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules
 
     One forward pass, no autograd; the board is seen from the player to move, whose piece is +1.
     ``rules`` replace the estimates of the afterstates the rules value exactly; ``tactics``
-    (``move_tactics`` of these rows) is computed when needed and not given. The values are the value
-    head's; move selection takes its order from ``move_scores``.
+    (``move_tactics`` of these rows) is computed when needed and not given; ``gamma``, the learner's
+    discount, values the forks and threat chains. The values are the value head's; move selection takes
+    its order from ``move_scores``.
     """
-    return move_scores(net, games, rows, rules, tactics)[1]
+    return move_scores(net, games, rows, rules, tactics, gamma=gamma)[1]
 
 
 @torch.inference_mode()
 def move_scores(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rules = Rules(),
-                tactics: MoveTactics | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                tactics: MoveTactics | None = None, *, gamma: float = GAMMA) -> tuple[torch.Tensor, torch.Tensor]:
     """``(order, values)`` of every legal afterstate of the games ``rows``, each (len(rows), cells),
     -inf where illegal: move selection takes the argmax of ``order``; ``values`` are the value head's
     with the rules' exact values in place (``selection_values``), what the TD(0) targets bootstrap from.
@@ -59,7 +60,7 @@ def move_scores(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rul
     if rules.needs_tactics():
         t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
         if rules.forks or rules.threats > 0:
-            rule, known = rule_values(views, t, rules.gamma, games.game, defence=games.game.num_cells,
+            rule, known = rule_values(views, t, gamma, games.game, defence=games.game.num_cells,
                                       threats=rules.threats)
             exact = torch.where(tensor(known), tensor(rule), exact)
         if rules.losses:

@@ -97,8 +97,7 @@ class Config:
 
 def training_rules(settings: Config) -> Rules:
     """The rules of move selection while training: exact wins, and exact losses and forks when set."""
-    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), bool(settings.exact_forks),
-                 float(settings.gamma))
+    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), bool(settings.exact_forks))
 
 
 def lr_schedule(settings: Config) -> bool:

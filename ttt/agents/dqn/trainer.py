@@ -231,9 +231,11 @@ class Trainer:
         chosen = xp.full(len(g), -1, "int64")
         tactics = self.tactics(lrn)
         # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
-        order, values = move_scores(self.scorer(lrn), g, lrn, self.rules, tactics) if len(lrn) else (None, None)
+        gamma = float(settings.gamma)
+        order, values = move_scores(self.scorer(lrn), g, lrn, self.rules, tactics, gamma=gamma) if len(lrn) \
+            else (None, None)
         if self.targets is not None and len(lrn):  # the move chosen by the network, valued by the copy
-            values = move_scores(self.scorer(lrn, self.targets), g, lrn, self.rules, tactics)[1]
+            values = move_scores(self.scorer(lrn, self.targets), g, lrn, self.rules, tactics, gamma=gamma)[1]
         if actions is not None:
             chosen[:] = xp.asarray(actions)
         else:
@@ -261,10 +263,10 @@ class Trainer:
         else:
             parts = [
                 td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
-                            g.done[lrn], reward[lrn], float(settings.gamma)),
+                            g.done[lrn], reward[lrn], gamma),
                 final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
             ]
-        gamma, nets, td_count = float(settings.gamma), self.nets, sum(len(p.targets) for p in parts)
+        nets, td_count = self.nets, sum(len(p.targets) for p in parts)
         for r, at in self.each_run(lrn) if settings.rule_labels and tactics is not None else ():
             parts.append(labels.rule_targets(lrn[at], views[at], tactics.take(at), gamma, self.game,
                                              settings.fork_defence_labels, self.rngs[r]))
