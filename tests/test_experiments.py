@@ -440,6 +440,15 @@ def flat(node: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
+def network_differences(network: dict, experiment: str) -> list[str]:
+    """The keys of the ``network`` a checkpoint saved that differ from ``+experiment=<experiment>``'s (a key
+    saved before its option existed counts as the option's default)."""
+    recipe = compose_config([f"+experiment={experiment}"])
+    keys = [k.removeprefix("network.") for k in recipe if k.startswith("network.")]
+    defaults = {"tie_lines": False, "playable": False}  # options added after some checkpoints were saved
+    return [k for k in keys if network.get(k, defaults.get(k)) != recipe[f"network.{k}"]]
+
+
 def compose_config(overrides: list[str]) -> dict[str, object]:
     """The composed training config of ``overrides`` (no other), by dotted key."""
     from hydra import compose, initialize_config_dir

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from test_benchmark import compose_benchmark
-from test_experiments import compose_config
+from test_experiments import compose_config, network_differences
 from test_play import compose_play
 
 import ttt.benchmark as bm
@@ -29,8 +29,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "dqn_444_plain" 
 def test_the_shipped_player_is_the_experiments_network_and_settings_with_terminal_values_alone():
     payload = load_checkpoint(SHIPPED, kind="dqn", game="4x4x4")
     recipe = compose_config(["+experiment=dqn_444_plain"])
-    for key in ("kind", "detectors", "hidden", "bias", "tie_orbits", "tie_lines", "dense_forward", "activation"):
-        assert payload["network"][key] == recipe[f"network.{key}"], key
+    assert network_differences(payload["network"], "dqn_444_plain") == []
     assert checkpoint_rules(payload) == (Rules(wins=True, losses=False, forks=False, threats=0), 0.9)
     assert "rank_head" not in payload
     agent = payload["config"]["agent"]
