@@ -56,7 +56,7 @@ def test_a_saturated_head_is_all_saturated_with_no_spread_and_wins_valued_as_los
     with torch.no_grad():
         net.rest[-2].weight.zero_()
         net.rest[-2].bias.fill_(20.0)  # every logit 20: V = tanh(20), 1 in float32
-    h = health(net, game, POSITION, LEGAL)
+    h = health(net, game, POSITION)
     assert set(h) == set(TAGS)
     assert h["saturated"] == 1.0
     assert h["logit"] == pytest.approx(20.0)
@@ -66,7 +66,7 @@ def test_a_saturated_head_is_all_saturated_with_no_spread_and_wins_valued_as_los
 
 def test_a_healthy_head_values_wins_and_moves_that_leave_one_apart_with_the_hand_computed_spread():
     game = make_game("3x3")
-    h = health(Scripted(game), game, POSITION, LEGAL)
+    h = health(Scripted(game), game, POSITION)
     v = np.tanh(2.0)
     assert h["saturated"] == 0.0
     assert h["logit"] == pytest.approx((2 + 0 + 3 * 2) / 5)  # |+2| for the win, 0 the block, |-2| three times
@@ -78,9 +78,9 @@ def test_a_healthy_head_values_wins_and_moves_that_leave_one_apart_with_the_hand
 def test_figures_without_afterstates_to_measure_are_nan():
     game = make_game("3x3")
     empty = np.zeros((1, 9), dtype=np.float32)  # no move wins or leaves a win on an empty board
-    h = health(Scripted(game), game, empty, empty == 0)
+    h = health(Scripted(game), game, empty)
     assert math.isnan(h["win"]) and math.isnan(h["leaves_win"]) and h["spread"] == 0.0
-    nothing = health(Scripted(game), game, np.zeros((0, 9)), np.zeros((0, 9), dtype=bool))
+    nothing = health(Scripted(game), game, np.zeros((0, 9)))
     assert all(math.isnan(x) for x in nothing.values())
 
 
@@ -88,16 +88,15 @@ def test_recent_keeps_the_newest_positions_each_marked_with_its_run():
     recent = Recent(2, 9, NUMPY, size=4)  # one ring of 8 entries
     boards = (np.arange(12 * 9).reshape(12, 9) % 3 - 1).astype(np.int8)
     rows = lambda x: sorted(map(tuple, np.asarray(x).tolist()))  # noqa: E731
-    recent.add(np.zeros(6, dtype=np.int64), boards[:6], boards[:6] == 0)
-    views, legal = recent.of(0)
-    assert rows(views) == rows(boards[:6]) and (legal == (views == 0)).all()
-    assert recent.of(1)[0].shape == (0, 9)  # run 1 met nothing yet
+    recent.add(np.zeros(6, dtype=np.int64), boards[:6])
+    assert rows(recent.of(0)) == rows(boards[:6])
+    assert recent.of(1).shape == (0, 9)  # run 1 met nothing yet
     runs = np.array([1, 0, 1, 1, 0, 1])
-    recent.add(runs, boards[6:], boards[6:] == 0)  # 12 written: the newest 8 are kept, rows 4 to 11
-    assert rows(recent.of(0)[0]) == rows(boards[[4, 5, 7, 10]])
-    assert rows(recent.of(1)[0]) == rows(boards[[6, 8, 9, 11]])
-    recent.add(np.ones(20, dtype=np.int64), np.tile(boards[:1], (20, 1)), np.ones((20, 9), dtype=bool))
-    assert len(recent.of(1)[0]) == 8 and len(recent.of(0)[0]) == 0  # more than the ring holds: the newest 8
+    recent.add(runs, boards[6:])  # 12 written: the newest 8 are kept, rows 4 to 11
+    assert rows(recent.of(0)) == rows(boards[[4, 5, 7, 10]])
+    assert rows(recent.of(1)) == rows(boards[[6, 8, 9, 11]])
+    recent.add(np.ones(20, dtype=np.int64), np.tile(boards[:1], (20, 1)))
+    assert len(recent.of(1)) == 8 and len(recent.of(0)) == 0  # more than the ring holds: the newest 8
     assert recent.count == 20 and POSITIONS >= 256  # 6 + 6 + the 8 of the 20 it could hold
 
 
@@ -118,9 +117,9 @@ def test_the_learners_scalars_hold_the_health_figures_of_its_recent_positions(co
     line = log_scalars(Run(), trainer, 0, trainer.episodes, 0.1)
     figures = {tag.removeprefix("train/health/"): v for tag, v in logged.items() if tag.startswith("train/health/")}
     assert set(figures) == set(TAGS)
-    views, legal = trainer.recent.of(0)
+    views = trainer.recent.of(0)
     assert 12 <= len(views) <= 12 * 4  # the learners' positions of 12 plies, up to 4 a ply
-    assert figures["saturated"] == health(trainer.net, trainer.game, views, legal)["saturated"]
+    assert figures["saturated"] == health(trainer.net, trainer.game, views)["saturated"]
     assert "saturated" in line and "spread" in line
 
 

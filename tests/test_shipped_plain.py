@@ -52,7 +52,7 @@ def test_its_value_head_is_not_saturated_and_values_a_win_above_a_move_that_leav
         games.play(random_legal_actions(games.legal_mask(), rng), check=False)
     live = ~games.done
     views = games.board[live] * games.to_play[live, None]
-    figures = health(player.net, game, views, views == 0)
+    figures = health(player.net, game, views)
     assert figures["saturated"] < 0.1 and figures["spread"] > 0.01
     assert figures["win"] > figures["leaves_win"] + 0.1
 

@@ -31,7 +31,7 @@ import torch
 
 from ttt.device import module_device
 from ttt.games import Game
-from ttt.games.threats import move_tactics
+from ttt.games.threats import move_tactics, playable
 
 POSITIONS = 512  # the learners' positions kept per run (the last ones played)
 SATURATED = 0.99  # |V| above this counts as saturated
@@ -40,28 +40,31 @@ TAGS = ("saturated", "logit", "spread", "win", "leaves_win")
 
 def run_health(trainer, r: int = 0) -> dict[str, float]:
     """The health figures of run ``r`` of a ``Trainer`` over the positions its learners met last."""
-    return health(trainer.nets[r], trainer.game, *trainer.recent.of(r))
+    return health(trainer.nets[r], trainer.game, trainer.recent.of(r))
 
 
-def health(net, game: Game, views: np.ndarray, legal: np.ndarray) -> dict[str, float]:
-    """The health figures (``TAGS``) of ``net`` over positions ``views`` ((N, cells) boards from the
-    view of the player to move, +1 its pieces) and their legal moves ``legal`` ((N, cells) bool).
+def health(net, game: Game, views: np.ndarray) -> dict[str, float]:
+    """The health figures (``TAGS``) of ``net`` over the positions ``views`` ((N, cells) boards of games in
+    progress, from the view of the player to move, +1 its pieces), at every legal move of each.
     NaN for a figure without afterstates to measure (no position, no win, no move that leaves one)."""
-    views, legal = np.asarray(views, dtype=np.float32), np.asarray(legal, dtype=bool)
-    if not len(views) or not legal.any():
+    views = np.asarray(views, dtype=np.int8)
+    legal = playable(views, game)
+    if not legal.any():
         return dict.fromkeys(TAGS, math.nan)
     device = module_device(net)
     with torch.inference_mode():
-        logits = net.afterstate_logits(torch.as_tensor(views, device=device),
+        logits = net.afterstate_logits(torch.as_tensor(views, dtype=torch.float32, device=device),
                                        torch.as_tensor(legal, device=device)).double().cpu().numpy()
-    values = np.tanh(logits)
-    tactics = move_tactics(views.astype(np.int8), np.ones(len(views), dtype=np.int8), legal, game)
-    several = legal.sum(1) >= 2
-    spread = [values[i][legal[i]].std() for i in np.flatnonzero(several)]
+    values = np.where(legal, np.tanh(logits), 0.0)
+    tactics = move_tactics(views, np.ones(len(views), dtype=np.int8), legal, game)
+    moves = legal.sum(1)
+    several = moves >= 2
+    mean = values.sum(1) / np.maximum(moves, 1)
+    sd = np.sqrt(np.where(legal, (values - mean[:, None]) ** 2, 0.0).sum(1) / np.maximum(moves, 1))
     return {
         "saturated": float((np.abs(values[legal]) > SATURATED).mean()),
         "logit": float(np.abs(logits[legal]).mean()),
-        "spread": float(np.mean(spread)) if spread else math.nan,
+        "spread": float(sd[several].mean()) if several.any() else math.nan,
         "win": _mean(values[tactics.win]),
         "leaves_win": _mean(values[tactics.loss]),
     }
@@ -72,33 +75,30 @@ def _mean(x: np.ndarray) -> float:
 
 
 class Recent:
-    """The positions (from the mover's view) and legal masks the learners met last: one ring shared by the
-    runs, ``size`` a run (``size * runs`` in all), each entry marked with its run, written every ply in one
-    step (a copy of rows the trainer has already; no random draw, so the runs are the same with it), read
-    by ``health``. Runs side by side step together, so each keeps about ``size`` of its newest positions.
-    On the trainer's device; not saved in checkpoints."""
+    """The positions (from the mover's view) the learners met last: one ring shared by the runs, ``size`` a
+    run (``size * runs`` in all), each entry marked with its run, written every ply in one step (a copy of
+    rows the trainer has already; no random draw, so the runs are the same with it), read by ``health``.
+    Runs side by side step together, so each keeps about ``size`` of its newest positions. On the
+    trainer's device; not saved in checkpoints."""
 
     def __init__(self, runs: int, cells: int, xp, size: int = POSITIONS) -> None:
         self.xp, self.capacity = xp, int(size) * int(runs)
         self.views = xp.zeros((self.capacity, cells), "int8")
-        self.legal = xp.zeros((self.capacity, cells), "bool")
         self.run = xp.full(self.capacity, -1, "int64")  # the run of each entry, -1 while empty
         self.count = 0  # positions written so far
 
-    def add(self, runs, views, legal) -> None:
-        """Keep the positions ``views`` with their ``legal`` masks, each marked with its run (``runs``, one
-        per row); the oldest entries give way."""
+    def add(self, runs, views) -> None:
+        """Keep the positions ``views``, each marked with its run (``runs``, one per row); the oldest
+        entries give way."""
         n = min(len(views), self.capacity)
         if not n:
             return
         xp = self.xp
         at = xp.asarray((self.count + np.arange(n)) % self.capacity)
         self.views[at] = xp.astype(views[-n:], "int8")
-        self.legal[at] = legal[-n:]
         self.run[at] = runs[-n:]
         self.count += n
 
-    def of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
-        """Run ``r``'s kept positions and legal masks, numpy arrays on the host."""
-        mine = self.xp.flatnonzero(self.run == r)
-        return self.xp.numpy(self.views[mine]), self.xp.numpy(self.legal[mine])
+    def of(self, r: int) -> np.ndarray:
+        """Run ``r``'s kept positions, a numpy array on the host."""
+        return self.xp.numpy(self.views[self.xp.flatnonzero(self.run == r)])

@@ -248,8 +248,7 @@ class Trainer:
         new_value = bootstrap_values(values, chosen[lrn], xp)
         # the learners' boards before the move and their new afterstates, from the mover's view
         views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
-        g_legal = g.legal_mask()[lrn]
-        self.recent.add(self.run_of[lrn], views, g_legal)
+        self.recent.add(self.run_of[lrn], views)
         after = xp.copy(views)
         after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
 
