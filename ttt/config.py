@@ -159,6 +159,8 @@ def agent_settings(agent: Any, schema: type[T]) -> T:
     if isinstance(agent, schema):
         return agent
     values = OmegaConf.to_container(agent, resolve=True) if OmegaConf.is_config(agent) else dict(agent)
+    upgrade = getattr(schema, "upgrade", None)  # a learner's older configs, as its schema reads them now
+    values = upgrade(values) if upgrade is not None else values
     check_known_keys("agent.", values, schema)
     return schema(**values)
 

@@ -20,11 +20,10 @@ import numpy as np
 import torch.nn.functional as F
 
 from ttt.agents.dqn.moves import move_scores, selection_values
-from ttt.agents.dqn.settings import training_rules
 from ttt.agents.dqn.td import Targets
 from ttt.games import BatchedGames, Game, random_legal_actions
 from ttt.games.arrays import arrays_of
-from ttt.games.exact import NO_RULES, rule_values
+from ttt.games.exact import NO_RULES, Rules, rule_values
 from ttt.games.threats import MoveTactics, move_tactics
 from ttt.nets.structured import ValueNet
 
@@ -117,17 +116,20 @@ def rank_loss(net: ValueNet, higher, lower, above=None):
     return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.rank_logit(lower))).mean()
 
 
-def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng) -> tuple[Targets, tuple | None]:
+def random_position_labels(games: BatchedGames, settings, net: ValueNet, rng, gamma: float,
+                           rules: Rules) -> tuple[Targets, tuple | None]:
     """Up to ``settings.random_labels`` afterstates drawn from the rule labels (win, loss, fork) of the
     positions of the random-play ``games``, and up to ``settings.rank_labels`` pairs of their afterstates
-    (``rank_pairs``: ``(higher, lower, above)``, None without); the games then move on one random ply."""
+    (``rank_pairs``: ``(higher, lower, above)``, None without); the games then move on one random ply.
+    ``settings``: the ``labels`` part's (``parts.labels.LabelSettings``); ``gamma`` values the forks,
+    ``rules`` (the training rules) the search labels' replies."""
     xp, game = games.xp, games.game
     board, to_play, legal = games.board, games.to_play, games.legal_mask()
     views = xp.astype(board * to_play[:, None], "float32")
     t = move_tactics(board, to_play, legal, game)
     if settings.random_labels:
-        search = (legal, net, training_rules(settings)) if settings.search_labels else None
-        labels = sampled_rule_labels(views, t, settings.random_labels, float(settings.gamma), game, rng, search)
+        search = (legal, net, rules) if settings.search_labels else None
+        labels = sampled_rule_labels(views, t, settings.random_labels, float(gamma), game, rng, search)
     else:  # rank pairs only
         labels = Targets(views[:0], xp.zeros(0, "float32"), xp.zeros(0, "int64"))
     pairs = None

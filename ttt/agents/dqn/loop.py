@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt.agents.dqn.curriculum import log_scalars
 from ttt.agents.dqn.player import DQNPlayer, heads_entry
-from ttt.agents.dqn.settings import Config, epsilon_at
+from ttt.agents.dqn.settings import Config, epsilon_at, player_rules
 from ttt.agents.dqn.trainer import Trainer
 from ttt.checkpoint import CheckpointError, save_checkpoint, seed_folder
 from ttt.cli import Interrupted
@@ -87,8 +87,7 @@ def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) ->
                 raise CheckpointError(f"resume=true: {run.folder.resume_path}: {e}") from None
     settings = trainer.settings
     network = OmegaConf.to_container(cfg.network, resolve=True)
-    play_rules = replace(trainer.rules, forks=trainer.rules.forks or bool(settings.play_forks),
-                         threats=max(trainer.rules.threats, int(settings.play_threats)))
+    play_rules = player_rules(settings, trainer.rules)
     # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
     # final evaluation and the checkpoint use the trained player's whole rules, and when those differ
     # the final evaluation is logged under eval_final/, so that the eval/ curves compare like with like

@@ -3,10 +3,11 @@ each default), and what follows from them alone: the move-selection rules and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ttt.agents.dqn.curriculum import OPPONENTS
-from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, ConfigError, check_choice, check_ranges
+from ttt.config import AT_LEAST_ONE, NON_NEGATIVE, UNIT, check_choice, check_ranges
 from ttt.games.exact import GAMMA, Rules
 
 # settings a later version removed, with the value whose behaviour it kept and the last commit that has them: a
@@ -18,9 +19,20 @@ RETIRED = {"rank_hardest": (False, "09c6a2d"), "rank_higher": ("random", "09c6a2
            "benchmark_safe": (True, "483e9c1")}
 
 
+# settings that moved into a part (``agent.parts``): the old key -> (part, key); an old config (a checkpoint's,
+# a run folder's) is read through ``upgrade_agent``. symmetry_augment=true is the part ``symmetry`` itself.
+MOVED = {**{key: ("rules", key) for key in ("exact_losses", "exact_forks", "play_forks", "play_threats")},
+         **{key: ("labels", key) for key in ("rule_labels", "fork_defence_labels", "label_weight", "random_labels",
+                                             "search_labels", "rank_labels", "rank_moves", "rank_weight",
+                                             "rank_forced", "rank_head", "rank_moves_wins")},
+         "target_every": ("target", "target_every"), "symmetry_augment": ("symmetry", None)}
+MOVED_AT = "1e784f4"  # the last commit whose agent settings hold them flat
+
+
 @dataclass
 class Config:
-    """Settings of ``configs/agent/dqn.yaml`` (checked by Hydra at composition)."""
+    """The core's settings, ``configs/agent/dqn.yaml`` (checked by Hydra at composition); ``parts``: the parts
+    the run uses and their settings (``ttt.agents.dqn.parts``), name -> its ``Settings`` once checked."""
 
     name: str = "dqn"
     optimizer: str = "adam"  # adam | sgd
@@ -38,39 +50,13 @@ class Config:
     switch_episode: int = 5000
     refresh_every: int = 0  # re-take the frozen copy every this many episodes (0 = never)
     frozen_epsilon: float = 0.0  # the frozen copy's own exploration
+    frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
     benchmark_fraction: float = 0.0  # share of games against the benchmark player after the switch
     final_eval_games: int = 2000  # games per opponent in the final evaluation (half per seat)
-    exact_wins: bool = True  # a winning afterstate scores its reward (+1) in move selection
-    exact_losses: bool = False  # an afterstate that lets the opponent win at once scores -1 in move selection
-    exact_forks: bool = False  # a fork scores gamma, a move that lets the opponent fork -gamma, in move selection
-    play_forks: bool = False  # the trained player (evaluations, checkpoint) values forks exactly; training moves do not
-    play_threats: int = 0  # ... and chains of up to this many forcing threats ending in a fork (Rules.threats)
-    rule_labels: bool = False  # also train every legal afterstate the rules value exactly (win, loss, fork)
-    fork_defence_labels: int = 0  # with rule_labels, up to this many other afterstates per position are
-    # checked for an opponent fork (a loss in two of its moves, worth -gamma); 0 = none
-    label_weight: float = 0.0  # > 0: a run's labels (rule_labels, random_labels) are a mean of their own in its loss,
-    # weighing this many times the mean of its TD targets (td.example_weights); 0: one mean over all examples
-    frozen_pool: int = 1  # past frozen copies kept; each frozen-opponent game draws one of them
-    random_labels: int = 0  # rule-labelled afterstates per ply drawn from as many games of random play (0 = none)
-    rank_labels: int = 0  # pairs of afterstates per ply, from as many games of random play, whose order the
-    # rules know (a non-losing move above a losing one, a win above a non-win), trained by a margin loss (rank_pairs)
-    rank_moves: int = 0  # with rank_labels, each position pairs its higher move with the K lower moves the
-    # network values most (rank_labels // 2 positions of each order); 0 = with one drawn at random
-    rank_weight: float = 1.0  # the weight of the rank loss beside the TD loss
-    rank_forced: bool = False  # with rank_labels: the non-losing-above-losing pairs only from positions where
-    # exactly one move does not lose (a forced block), whose higher move is then the best move
-    rank_head: bool = False  # with rank_labels: the rank pairs train a second output on the network's trunk,
-    # not the value; moves are chosen by its order where the rules are silent, targets and values stay the value's
-    rank_moves_wins: bool = True  # with rank_moves: the win-above-non-win pairs take the K non-wins valued most
-    # too; false: one drawn at random (the network alone takes its wins without), and no values are needed there
-    search_labels: bool = False  # with random_labels, a quarter of them are afterstates the rules do not value,
-    # trained toward the network's value of the opponent's best reply (labels.reply_targets)
-    symmetry_augment: bool = False  # train each target on a random symmetric image of its afterstate
-    target_every: int = 0  # > 0: the TD(0) bootstrap values the chosen move with a copy of the network re-taken
-    # every this many games (a target network: the learning network chooses, the copy values, as double
-    # Q-learning separates them); 0: the learning network values its own choice, which biases the values up
+    exact_wins: bool = True  # a terminal afterstate is valued by its reward (+1) in move selection and targets
     td_lambda: float = 0.0  # > 0: each afterstate's target is its λ-return, computed when its game ends (TD(λ),
     # forward view: td.lambda_targets); 1: the outcome itself (Monte Carlo); 0: TD(0), online, every ply
+    parts: dict[str, Any] = field(default_factory=dict)  # part name -> its settings (ttt.agents.dqn.parts)
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -85,19 +71,51 @@ class Config:
                                       "lr_final": NON_NEGATIVE, "lr_decay_episodes": NON_NEGATIVE,
                                       "switch_episode": NON_NEGATIVE,
                                       "refresh_every": NON_NEGATIVE, "final_eval_games": AT_LEAST_ONE,
-                                      "frozen_pool": AT_LEAST_ONE, "fork_defence_labels": NON_NEGATIVE,
-                                      "label_weight": NON_NEGATIVE,
-                                      "random_labels": NON_NEGATIVE, "rank_labels": NON_NEGATIVE,
-                                      "rank_moves": NON_NEGATIVE, "rank_weight": NON_NEGATIVE,
-                                      "target_every": NON_NEGATIVE, "td_lambda": UNIT})
-        if self.rank_head and not self.rank_labels:
-            raise ConfigError("agent.rank_head=true: the rank head learns from rank pairs alone; "
-                              "set agent.rank_labels > 0 too")
+                                      "frozen_pool": AT_LEAST_ONE, "td_lambda": UNIT})
+        from ttt.agents.dqn.parts import part_settings  # the parts import the core's modules
+        self.parts = part_settings(self.parts or {})
+
+
+def upgrade_agent(values: dict) -> dict:
+    """An agent config (a plain dict) with the settings that moved into parts (``MOVED``) moved there: a
+    part whose moved settings are all at their defaults is left out, as the flat settings left it off."""
+    values = dict(values)
+    if not any(key in values for key in MOVED):
+        return values
+    from ttt.agents.dqn.parts import table
+    parts = {name: dict(v or {}) for name, v in (values.get("parts") or {}).items()}
+    for key in [k for k in values if k in MOVED]:
+        part, leaf = MOVED[key]
+        value = values.pop(key)
+        if leaf is None:  # the part itself
+            if value:
+                parts.setdefault(part, {})
+            continue
+        default = getattr(table()[part].Settings(), leaf)
+        if value != default or part in parts:
+            parts.setdefault(part, {})[leaf] = value
+    values["parts"] = parts
+    return values
+
+
+Config.upgrade = staticmethod(upgrade_agent)  # read by ttt.config.agent_settings
 
 
 def training_rules(settings: Config) -> Rules:
-    """The rules of move selection while training: exact wins, and exact losses and forks when set."""
-    return Rules(bool(settings.exact_wins), bool(settings.exact_losses), bool(settings.exact_forks))
+    """The rules of move selection while training: the core's exact wins, and what the parts add (``rules``)."""
+    from ttt.agents.dqn.parts import table
+    rules = Rules(bool(settings.exact_wins))
+    for name, part in settings.parts.items():
+        rules = table()[name].rules(part, rules)
+    return rules
+
+
+def player_rules(settings: Config, rules: Rules) -> Rules:
+    """The trained player's rules (evaluations, checkpoint), from the training ``rules`` and the parts."""
+    from ttt.agents.dqn.parts import table
+    for name, part in settings.parts.items():
+        rules = table()[name].player_rules(part, rules)
+    return rules
 
 
 def lr_schedule(settings: Config) -> bool:

@@ -1,8 +1,12 @@
-"""The learner's training games, networks, optimiser and opponents: ``Trainer``, with a run axis.
+"""The core: the design's algorithm, ``Trainer``, with a run axis; every addition is a part (``parts``).
 
-K runs (``seeds=K``; one by default) of ``num_envs`` games each; each ply is one forward pass over every
-legal afterstate of every game where a learner moves, and one optimiser step per run over its examples of
-that ply (``td``: the TD(0) targets; ``labels``: the rules' labels and rank pairs). With ``num_envs=1`` each
+K runs (``seeds=K``; one by default) of ``num_envs`` games each, against the curriculum's opponents
+(``curriculum``: random, frozen copies, self-play, the benchmark player). Each ply is one forward pass over
+every legal afterstate of every game where a learner moves, an epsilon-greedy move by those values
+(``moves``), and one optimiser step per run over its examples of that ply: the TD(0) targets or the
+λ-returns (``td``), with the Huber loss, and what its parts add. A part (``agent.parts``) hooks in at
+named points of the ply (``parts.Part``): the move-selection rules, a target network, the rules' labels and
+rank pairs, symmetric images. With ``num_envs=1`` each
 run is exactly the online per-game algorithm, and each run side by side is its seed's run alone (only the
 arithmetic of several runs' networks is shared: ``ttt.nets.runs``). Devices (``ttt.device``): written once
 against ``ttt.games.arrays``, numpy on the CPU, torch tensors and generators on a GPU, where networks, move
@@ -11,17 +15,19 @@ selection, TD targets and opponents run too; per ply only sizes reach the host.
 
 from __future__ import annotations
 
-import copy
-import random
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from ttt.agents.dqn import curriculum, labels
+from ttt.agents.dqn import curriculum, state
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.health import Recent
 from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
+from ttt.agents.dqn.parts import table
 from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
+from ttt.agents.dqn.state import TRACE_ARRAYS, TRAINER_ARRAYS
 from ttt.agents.dqn.td import (
     Targets,
     bootstrap_values,
@@ -33,7 +39,6 @@ from ttt.agents.dqn.td import (
     td0_targets,
     td_loss,
 )
-from ttt.checkpoint import CheckpointError, load_weights
 from ttt.config import agent_settings
 from ttt.device import array_device, torch_device
 from ttt.games import BatchedGames, Game
@@ -44,19 +49,13 @@ from ttt.nets.runs import RowNets, add_grads_to_stacks, move_stacked_grads, stac
 from ttt.nets.structured import ValueNet, build_value_net
 from ttt.players import BenchmarkPlayer
 
-# the per-game arrays a checkpoint holds: the BatchedGames state, then the trainer's own
-GAME_ARRAYS = ("board", "to_play", "done", "winner", "num_moves", "last_action")
-TRAINER_ARRAYS = ("agent_seat", "opponent", "pool_index", "prev", "has_prev")
-TRACE_ARRAYS = ("trace_obs", "trace_boot", "trace_len")  # with td_lambda > 0: each seat's afterstates so far
-
 
 class Trainer:
     """K runs (one by default) of ``num_envs`` training games each, each run with its learning network,
-    optimiser, opponents and random stream.
+    optimiser, opponents and random stream, and the parts its settings name (``agent.parts``).
 
-    ``step()`` plays one ply in every game and makes one TD(0) update per run that has training
-    examples; it returns that ply's examples. Everything a run needs to continue is in
-    ``state_dict(r)``.
+    ``step()`` plays one ply in every game and makes one update per run that has training examples; it
+    returns that ply's examples. Everything a run needs to continue is in ``state_dict(r)``.
 
     ``rng``: one random stream, or a list of them, one per run (K = its length). Game ``i`` belongs to
     run ``i // num_envs``; every draw of run r comes from ``rng[r]`` in the order one run alone draws,
@@ -75,69 +74,68 @@ class Trainer:
                  net: ValueNet | None = None, device: str = "cpu", rules: Rules | None = None,
                  seeds: list[int] | None = None) -> None:
         # a plain dataclass: the loop reads settings every ply, and DictConfig access is slow
-        settings = agent_settings(agent_cfg, Config)
+        self.settings = settings = agent_settings(agent_cfg, Config)
         self.rngs = list(rng) if isinstance(rng, (list, tuple)) else [rng]
         self.k = k = len(self.rngs)
         if net is not None and k != 1:
             raise ValueError("a network is given for one run only")
-        self.game, self.settings = game, settings
+        self.game, self.device, self.xp = game, device, arrays_for(array_device(device))
         self.rules = training_rules(settings) if rules is None else rules
-        self.device = device
-        self.xp = xp = arrays_for(array_device(device))
-        self.nets = [(self._new_net(network_cfg, None if seeds is None else seeds[r]) if net is None else net)
+        options = {key: v for name, p in settings.parts.items() for key, v in table()[name].network_options(p).items()}
+        self.nets = [(net if net is not None else self._new_net(network_cfg, seeds, r, options))
                      .to(torch_device(device)) for r in range(k)]
-        if k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
+        self._optimizers(settings)
+        self._games(game, int(num_envs))
+        self.parts = [table()[name](self, p) for name, p in settings.parts.items()]
+        self.needs_tactics = self.rules.needs_tactics() or any(p.needs_tactics() for p in self.parts)
+        self.label_weight = max([p.label_weight() for p in self.parts], default=0.0)
+        for r in range(k):
+            curriculum.refresh_frozen(self, r)
+            curriculum.draw_opponents(self, r, self.games_of(r), self.xp.zeros(self.num_envs, "int64"))
+
+    def _new_net(self, network_cfg, seeds, r: int, options: dict) -> ValueNet:
+        if seeds is not None:  # as a run of that seed alone initialises its network
+            torch.manual_seed(int(seeds[r]))
+        return build_value_net(network_cfg, self.game, **options)
+
+    def _optimizers(self, settings: Config) -> None:
+        """One optimiser over every run's network (``td.make_optimizer``); several runs' parameters stacked."""
+        if self.k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
             stack_parameters(self.nets)
-        self.optimizer = make_optimizer(settings, self.nets[0] if k == 1 else self.nets)
+        self.optimizer = make_optimizer(settings, self.nets[0] if self.k == 1 else self.nets)
         self.on_stacks = steps_stacks(settings, self.nets)  # the optimiser holds the stacks (plain SGD)
         self.groups = len(make_optimizer(settings, self.nets[0]).param_groups)  # param groups of one run
         self.merged = len(self.optimizer.param_groups) == self.groups  # one group per kind, unless each run's schedule
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
+        self.loss_sum = torch.zeros(self.k, dtype=torch.float64, device=torch_device(self.device))
+        self.loss_count = np.zeros(self.k, dtype=np.int64)  # the TD loss summed where the network is, read when logged
+
+    def _games(self, game: Game, b: int) -> None:
+        """The K * b training games, their opponents and seats, and each learning seat's last afterstate."""
+        xp, k = self.xp, self.k
         self.pools: list[list[ValueNet]] = [[] for _ in range(k)]  # per run: frozen copies, oldest first
-        # the target networks (target_every > 0): what the TD(0) bootstrap values the chosen move with
-        self.targets = [copy.deepcopy(n).requires_grad_(False) for n in self.nets] if settings.target_every else None
-        self.target_taken_at = np.zeros(k, dtype=np.int64)
-        self.frozen_taken_at = np.full(k, -1, dtype=np.int64)
-        self.frozen_refreshes = np.zeros(k, dtype=np.int64)
+        self.frozen_taken_at, self.frozen_refreshes = np.full(k, -1, dtype=np.int64), np.zeros(k, dtype=np.int64)
         self.benchmark = BenchmarkPlayer(game)
-        self.num_envs = b = int(num_envs)
-        self.games = BatchedGames(game, k * b, xp.device)
+        self.num_envs, self.games = b, BatchedGames(game, k * b, xp.device)
         envs = xp.arange(k * b)
         self.run_of = envs // b
-        local = envs % b
-        self.agent_seat = xp.astype(xp.where(local % 2 == 0, 1, -1), "int8")  # seats alternate per game
+        self.agent_seat = xp.astype(xp.where(envs % b % 2 == 0, 1, -1), "int8")  # seats alternate per game
         self.opponent = xp.zeros(k * b, "int8")  # each game's opponent (OPPONENT_PHASES code)
         self.pool_index = xp.zeros(k * b, "int64")  # the frozen copy each game plays
         self.prev = xp.zeros((k * b, 2, game.num_cells), "float32")  # last afterstate per seat
         self.has_prev = xp.zeros((k * b, 2), "bool")
         self.arrays = TRAINER_ARRAYS
-        if settings.td_lambda > 0:  # each seat's afterstates of the game so far and their bootstrap values
+        if self.settings.td_lambda > 0:  # each seat's afterstates of the game so far and their bootstrap values
             most = (game.num_cells + 1) // 2
             self.trace_obs = xp.zeros((k * b, 2, most, game.num_cells), "int8")  # boards: -1, 0, +1
             self.trace_boot = xp.zeros((k * b, 2, most), "float32")
             self.trace_len = xp.zeros((k * b, 2), "int64")
             self.seat_sign = xp.asarray(np.array([1.0, -1.0], dtype=np.float32))  # seat 0 plays +1, seat 1 -1
             self.arrays = TRAINER_ARRAYS + TRACE_ARRAYS
-        self.run_episodes = np.zeros(k, dtype=np.int64)
-        self.run_steps = np.zeros(k, dtype=np.int64)
+        self.run_episodes, self.run_steps = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
         self.active = np.ones(k, dtype=bool)  # runs still training (a finished run's games stop: retire)
         self.recent = Recent(k, game.num_cells, xp)  # the learners' last positions, for the health figures
         self._live = None  # the games of the active runs, None while every run trains
-        # the TD loss summed where the network is (float64: the same sums as Python floats), read when logged
-        self.loss_sum = torch.zeros(k, dtype=torch.float64, device=torch_device(device))
-        self.loss_count = np.zeros(k, dtype=np.int64)
-        # positions of random play, one ply further every step, labelled by the rules alone: the positions
-        # self-play rarely reaches (several open threats at once) still teach the network what the rules know
-        labels = max(settings.random_labels, settings.rank_labels)
-        self.label_games = [BatchedGames(game, labels, xp.device) for _ in range(k)] if labels else None
-        for r in range(k):
-            curriculum.refresh_frozen(self, r)
-            curriculum.draw_opponents(self, r, self.games_of(r), xp.zeros(b, "int64"))
-
-    def _new_net(self, network_cfg, seed: int | None) -> ValueNet:
-        if seed is not None:  # as a run of that seed alone initialises its network
-            torch.manual_seed(int(seed))
-        return build_value_net(network_cfg, self.game, rank_head=self.settings.rank_head)
 
     # ---- one run's view (the single run's names)
     @property
@@ -156,19 +154,13 @@ class Trainer:
         return self.pools[0]
 
     @property
-    def target(self) -> ValueNet | None:
-        """The target network of the first run (of the single run), None without one."""
-        return None if self.targets is None else self.targets[0]
-
-    @property
-    def frozen(self) -> ValueNet | None:
-        """The newest frozen copy of the first run (None before the curriculum takes one)."""
-        return self.pool[-1] if self.pool else None
-
-    @property
     def episodes(self) -> int:
         """Training games finished, all runs together (one run: its own)."""
         return int(self.run_episodes.sum())
+
+    def part(self, name: str):
+        """The trainer's part ``name`` (``agent.parts``), None when the run does not use it."""
+        return next((p for n, p in zip(self.settings.parts, self.parts, strict=True) if n == name), None)
 
     def games_of(self, r: int) -> slice:
         """The games of run ``r`` (a slice of the per-game arrays)."""
@@ -207,8 +199,8 @@ class Trainer:
         return mask if self._live is None else mask & self._live
 
     def tactics(self, rows) -> MoveTactics | None:
-        """``move_tactics`` of the games ``rows`` when the rules or the rule labels need them, else None."""
-        if not (self.rules.needs_tactics() or self.settings.rule_labels) or not len(rows):
+        """``move_tactics`` of the games ``rows`` when the rules or a part need them, else None."""
+        if not self.needs_tactics or not len(rows):
             return None
         g = self.games
         return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
@@ -219,167 +211,156 @@ class Trainer:
         self.games.done[self.games_of(r)] = True
         self._live = self.xp.asarray(self.active[self.xp.numpy(self.run_of)])
 
-    # ---- one ply in every game
+    # ---- one ply in every game: choose, play, targets, update, new games
     def step(self, actions=None) -> Targets:
         """Play one ply everywhere and learn from it; ``actions`` (one per game) scripts every move.
 
-        Returns the ply's training examples (before any symmetry augmentation), on the trainer's device."""
-        g, settings, xp = self.games, self.settings, self.xp
-        mover = xp.copy(g.to_play)
-        learner = self.learner_mask()
-        lrn = xp.flatnonzero(learner)  # the games whose mover's afterstate is trained
-        chosen = xp.full(len(g), -1, "int64")
-        tactics = self.tactics(lrn)
-        # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
-        gamma = float(settings.gamma)
-        order, values = move_scores(self.scorer(lrn), g, lrn, self.rules, tactics, gamma=gamma) if len(lrn) \
-            else (None, None)
-        if self.targets is not None and len(lrn):  # the move chosen by the network, valued by the copy
-            values = move_scores(self.scorer(lrn, self.targets), g, lrn, self.rules, tactics, gamma=gamma)[1]
-        if actions is not None:
-            chosen[:] = xp.asarray(actions)
-        else:
-            parts = [(at, epsilon_at(settings, int(self.run_episodes[r])), self.rngs[r])
-                     for r, at in self.each_run(lrn)]
-            if parts:  # each run's epsilon-greedy choice, from its own stream
-                chosen[lrn] = epsilon_greedy_parts(order, parts, xp)
-            others = ~learner if self._live is None else ~learner & self._live
-            curriculum.opponent_moves(self, xp.flatnonzero(others), chosen)
-        new_value = bootstrap_values(values, chosen[lrn], xp)
-        # the learners' boards before the move and their new afterstates, from the mover's view
-        views = xp.astype(g.board[lrn] * mover[lrn, None], "float32")
-        self.recent.add(self.run_of[lrn], views)
-        after = xp.copy(views)
-        after[xp.arange(len(lrn)), chosen[lrn]] = 1.0
-
-        # scripted moves are checked; chosen ones come from legal masks (on a GPU, checking would wait for it)
-        ended = xp.flatnonzero(g.play(chosen, check=actions is not None or not xp.is_torch))
-        reward = xp.astype(xp.astype(g.winner, "int64") * mover, "float32")  # the mover's view, 0 if not over
-        seat = xp.astype(mover[lrn] < 0, "int64")
-        other = xp.astype(mover[ended] > 0, "int64")  # seat index of the player who did not move
-        if settings.td_lambda > 0:
-            parts = [self._lambda_targets(lrn, seat, after, new_value, reward, ended)]
-        else:
-            parts = [
-                td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], after, new_value,
-                            g.done[lrn], reward[lrn], gamma),
-                final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], reward[ended]),
-            ]
-        nets, td_count = self.nets, sum(len(p.targets) for p in parts)
-        for r, at in self.each_run(lrn) if settings.rule_labels and tactics is not None else ():
-            parts.append(labels.rule_targets(lrn[at], views[at], tactics.take(at), gamma, self.game,
-                                             settings.fork_defence_labels, self.rngs[r]))
-        batch = Targets.concat(parts)
-        runs = self.run_of[batch.rows]  # the run of each example (labels of random play: below)
-        pairs = [None] * self.k
-        if self.label_games is not None:
-            labelled, label_runs = [batch], [runs]
-            for r in np.flatnonzero(self.active):
-                drawn, pairs[r] = labels.random_position_labels(self.label_games[r], settings, nets[r], self.rngs[r])
-                labelled.append(drawn)
-                label_runs.append(xp.full(len(drawn.targets), int(r), "int64"))
-            batch, runs = Targets.concat(labelled), xp.concat(label_runs)
-        self._update(batch.obs, batch.targets, runs, pairs, td_count)
-
-        # remember the learners' afterstates; start new games where games ended
-        self.prev[lrn, seat] = after
-        self.has_prev[lrn, seat] = True
-        self.run_steps[self.active] += 1
-        if len(ended):
-            self.has_prev[ended] = False
-            self.agent_seat[ended] *= -1
-            g.reset(g.done if self._live is None else g.done & self._live)  # a retired run's games stay finished
-            for r, at in self.each_run(ended):
-                envs = ended[at]
-                curriculum.draw_opponents(self, r, envs, int(self.run_episodes[r]) + 1 + xp.arange(len(envs)))
-                self.run_episodes[r] += len(envs)
-                curriculum.refresh_frozen(self, r)
-                if self.targets is not None and \
-                        self.run_episodes[r] - self.target_taken_at[r] >= self.settings.target_every:
-                    self.targets[r].load_state_dict(self.nets[r].state_dict())
-                    self.target_taken_at[r] = self.run_episodes[r]
+        Returns the ply's training examples (before any part transforms them), on the trainer's device."""
+        ply = self._choose(actions)
+        ended = self._play(ply, actions)
+        examples = [(self._targets(ply, ended), None)]
+        for part in self.parts:
+            examples += part.examples(ply)
+        batch = Targets.concat([e for e, _ in examples])
+        runs = self.xp.concat([self.run_of[e.rows] if at is None else at for e, at in examples])
+        self._update(batch.obs, batch.targets, runs, len(examples[0][0].targets))
+        self._next_games(ply, ended)
         return batch
 
-    def _lambda_targets(self, lrn, seat, after, new_value, reward, ended) -> Targets:
+    def _choose(self, actions) -> Ply:
+        """Each learner's move, epsilon-greedy by its network's values (the rules' where they know them),
+        and each opponent's (``curriculum.opponent_moves``), or the scripted ``actions``."""
+        g, xp = self.games, self.xp
+        learner = self.learner_mask()
+        lrn = xp.flatnonzero(learner)  # the games whose mover's afterstate is trained
+        ply = Ply(lrn, xp.copy(g.to_play), xp.full(len(g), -1, "int64"), self.tactics(lrn), float(self.settings.gamma))
+        # order: what the move is chosen by (the rank head's, with one); values: what the target bootstraps from
+        order, values = move_scores(self.scorer(lrn), g, lrn, self.rules, ply.tactics, gamma=ply.gamma) \
+            if len(lrn) else (None, None)
+        for part in self.parts:
+            values = part.bootstrap(ply, values)
+        if actions is not None:
+            ply.chosen[:] = xp.asarray(actions)
+        else:
+            choices = [(at, epsilon_at(self.settings, int(self.run_episodes[r])), self.rngs[r])
+                       for r, at in self.each_run(lrn)]
+            if choices:  # each run's epsilon-greedy choice, from its own stream
+                ply.chosen[lrn] = epsilon_greedy_parts(order, choices, xp)
+            others = ~learner if self._live is None else ~learner & self._live
+            curriculum.opponent_moves(self, xp.flatnonzero(others), ply.chosen)
+        ply.new_value = bootstrap_values(values, ply.chosen[lrn], xp)
+        # the learners' boards before the move and their new afterstates, from the mover's view
+        ply.views = xp.astype(g.board[lrn] * ply.mover[lrn, None], "float32")
+        self.recent.add(self.run_of[lrn], ply.views)
+        ply.after = xp.copy(ply.views)
+        ply.after[xp.arange(len(lrn)), ply.chosen[lrn]] = 1.0
+        return ply
+
+    def _play(self, ply: Ply, actions):
+        """Play the chosen moves; the games that ended, and each mover's reward (its view, 0 if not over)."""
+        g, xp = self.games, self.xp
+        # scripted moves are checked; chosen ones come from legal masks (on a GPU, checking would wait for it)
+        ended = xp.flatnonzero(g.play(ply.chosen, check=actions is not None or not xp.is_torch))
+        ply.reward = xp.astype(xp.astype(g.winner, "int64") * ply.mover, "float32")
+        ply.seat = xp.astype(ply.mover[ply.lrn] < 0, "int64")
+        return ended
+
+    def _targets(self, ply: Ply, ended) -> Targets:
+        """The TD(0) targets of the ply (``td0_targets``, ``final_targets``), or with ``td_lambda`` the
+        λ-returns of the games that ended."""
+        g, lrn, seat = self.games, ply.lrn, ply.seat
+        if self.settings.td_lambda > 0:
+            return self._lambda_targets(ply, ended)
+        other = self.xp.astype(ply.mover[ended] > 0, "int64")  # seat index of the player who did not move
+        return Targets.concat([
+            td0_targets(lrn, self.prev[lrn, seat], self.has_prev[lrn, seat], ply.after, ply.new_value,
+                        g.done[lrn], ply.reward[lrn], ply.gamma),
+            final_targets(ended, self.prev[ended, other], self.has_prev[ended, other], ply.reward[ended]),
+        ])
+
+    def _lambda_targets(self, ply: Ply, ended) -> Targets:
         """Keep each learner's new afterstate and its bootstrap value (its reward where terminal); the
         λ-return targets of every afterstate of the games that ``ended`` (``td.lambda_targets``)."""
-        g, xp = self.games, self.xp
+        g, xp, lrn, seat = self.games, self.xp, ply.lrn, ply.seat
         k = self.trace_len[lrn, seat]
-        self.trace_obs[lrn, seat, k] = xp.astype(after, "int8")
-        self.trace_boot[lrn, seat, k] = xp.where(g.done[lrn], reward[lrn], new_value)
+        self.trace_obs[lrn, seat, k] = xp.astype(ply.after, "int8")
+        self.trace_boot[lrn, seat, k] = xp.where(g.done[lrn], ply.reward[lrn], ply.new_value)
         self.trace_len[lrn, seat] += 1
         outcome = xp.astype(g.winner[ended], "float32")[:, None] * self.seat_sign[None, :]
         targets = lambda_targets(ended, xp.astype(self.trace_obs[ended], "float32"), self.trace_boot[ended],
-                                 self.trace_len[ended], outcome, float(self.settings.gamma),
-                                 float(self.settings.td_lambda))
+                                 self.trace_len[ended], outcome, ply.gamma, float(self.settings.td_lambda))
         self.trace_len[ended] = 0
         return targets
 
-    def _symmetric(self, boards, runs):
-        """Each board as a random one of its symmetric images (``symmetry_augment``, drawn from the stream
-        of its run, ``runs``), else as it is."""
-        if not self.settings.symmetry_augment or not len(boards):
-            return boards
-        # a symmetry maps lines to lines, so the value is unchanged; the per-line detector weights
-        # of every line in an orbit then learn from a threat seen on any of them
-        xp = self.xp
-        symmetries = xp.table(self.game.symmetries) if xp.is_torch else self.game.symmetries
-        if self.k == 1:
-            perms = symmetries[xp.integers(self.rngs[0], len(symmetries), len(boards))]
-        else:
-            perms = xp.zeros((len(boards), boards.shape[1]), "int64")
-            for r in range(self.k):
-                at = xp.flatnonzero(runs == r)
-                if len(at):
-                    perms[at] = symmetries[xp.integers(self.rngs[r], len(symmetries), len(at))]
-        return boards[xp.arange(len(boards))[:, None], perms]
+    def transform(self, boards, runs):
+        """The boards an update trains on, as the parts change them (``symmetry``: a random image of each)."""
+        for part in self.parts:
+            boards = part.transform(boards, runs)
+        return boards
 
-    def _update(self, obs, targets, runs, pairs, td_count: int | None = None) -> None:
-        """One optimiser step of each run on its TD targets of this ply (constants: detached; each run's loss
-        its own mean; with ``label_weight`` the labels, examples ``td_count`` on (None: none), their own mean:
-        ``td.example_weights``), plus ``rank_weight`` times ``rank_loss`` on its ``pairs[r]`` (higher, lower,
-        above) when given. A run without targets does not step."""
+    def _update(self, obs, targets, runs, td_count: int | None = None) -> None:
+        """One optimiser step of each run on its examples of this ply (constants: detached; each run's loss
+        its own mean; with a part's ``label_weight`` the examples from ``td_count`` on, its labels, a mean of
+        their own: ``td.example_weights``), plus the parts' losses of each run. A run without examples
+        does not step."""
         if len(targets) == 0:
             return
         xp, settings = self.xp, self.settings
-        obs = self._symmetric(obs, runs)
-        target = xp.to_tensor(targets)
-        if self.k == 1 and not settings.label_weight:
-            stepping = [0]
-            pred = self.net(xp.to_tensor(obs))
-            loss = td_loss(pred, target, settings.loss)
+        obs, target = self.transform(obs, runs), xp.to_tensor(targets)
+        if self.k == 1 and not self.label_weight:
+            stepping, counts = [0], np.array([len(targets)])
+            loss = td_loss(self.net(xp.to_tensor(obs)), target, settings.loss)
             losses = loss.detach().double().reshape(1) * len(targets)
-            counts = np.array([len(targets)])
         else:
             counts = np.bincount(xp.numpy(runs), minlength=self.k)
-            stepping = np.flatnonzero(counts).tolist()
-            runs_t = xp.to_tensor(runs)
+            stepping, runs_t = np.flatnonzero(counts).tolist(), xp.to_tensor(runs)
             net = self.net if self.k == 1 else RowNets(self.nets, runs_t)
             per = td_loss(net(xp.to_tensor(obs)), target, settings.loss, reduction="none")
-            loss = (per * example_weights(runs_t, td_count, self.k, settings.label_weight)).sum()  # each run's own
+            loss = (per * example_weights(runs_t, td_count, self.k, self.label_weight)).sum()  # each run's own
             losses = torch.zeros(self.k, dtype=torch.float64, device=per.device).index_add_(
                 0, runs_t, per.detach().double())
         for r in stepping:
-            if pairs[r] is not None and len(pairs[r][1]):
-                higher, lower, above = pairs[r]
-                boards = self._symmetric(xp.concat([higher, lower]), xp.full(len(higher) + len(lower), r, "int64"))
-                higher, lower = xp.to_tensor(boards[:len(higher)]), xp.to_tensor(boards[len(higher):])
-                loss = loss + settings.rank_weight * labels.rank_loss(self.nets[r], higher, lower, xp.to_tensor(above))
+            for part in self.parts:
+                extra = part.loss(r)
+                loss = loss if extra is None else loss + extra
+        self._step(loss, stepping)
+        self.loss_sum += losses
+        self.loss_count += counts
+
+    def _step(self, loss, stepping: list[int]) -> None:
+        """Back-propagate ``loss`` and step the runs ``stepping``, each at its scheduled learning rates."""
         self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
-        if self.on_stacks:  # the optimiser steps the stacks: the rank pairs' gradients to them
+        if self.on_stacks:  # the optimiser steps the stacks: the parts' gradients to them
             add_grads_to_stacks(self.nets, stepping)
         elif self.k > 1:
             move_stacked_grads(self.nets, stepping)
         for r in stepping:
-            scale = lr_scale_at(settings, int(self.run_episodes[r]))
+            scale = lr_scale_at(self.settings, int(self.run_episodes[r]))
             if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
                 groups = self.optimizer.param_groups[r * self.groups:(r + 1) * self.groups]
                 for group, lr in zip(groups, self.base_lrs, strict=True):
                     group["lr"] = lr * scale
         self.optimizer.step()
-        self.loss_sum += losses
-        self.loss_count += counts
+
+    def _next_games(self, ply: Ply, ended) -> None:
+        """Remember the learners' afterstates; start new games where games ended, with their opponents."""
+        g, xp = self.games, self.xp
+        self.prev[ply.lrn, ply.seat] = ply.after
+        self.has_prev[ply.lrn, ply.seat] = True
+        self.run_steps[self.active] += 1
+        if not len(ended):
+            return
+        self.has_prev[ended] = False
+        self.agent_seat[ended] *= -1
+        g.reset(g.done if self._live is None else g.done & self._live)  # a retired run's games stay finished
+        for r, at in self.each_run(ended):
+            envs = ended[at]
+            curriculum.draw_opponents(self, r, envs, int(self.run_episodes[r]) + 1 + xp.arange(len(envs)))
+            self.run_episodes[r] += len(envs)
+            curriculum.refresh_frozen(self, r)
+            for part in self.parts:
+                part.games_ended(r)
 
     def take_loss(self, r: int = 0) -> float:
         """Mean TD loss of run ``r`` since the previous call (nan when there was no update)."""
@@ -393,94 +374,28 @@ class Trainer:
         """Run ``r``'s network weights, a copy (side by side its parameters share the stacks' memory)."""
         return {name: value.clone() for name, value in self.nets[r].state_dict().items()}
 
-    def _run_optimizer(self, r: int, state: dict | None = None) -> torch.optim.Optimizer:
-        """Run ``r``'s optimiser as its own (``make_optimizer`` of its network alone), holding its state;
-        with ``state`` (such an optimiser's ``state_dict``), that state is loaded into the trainer's."""
-        if self.k == 1:
-            if state is not None:
-                self.optimizer.load_state_dict(state)
-            return self.optimizer
-        own = make_optimizer(self.settings, self.nets[r])
-        groups = self.optimizer.param_groups[0 if self.merged else r * self.groups:][:self.groups]
-        if state is not None:
-            own.load_state_dict(state)
-            for mine, group in zip(own.param_groups, groups, strict=True):
-                group["lr"] = mine["lr"]
-            for p in self.nets[r].parameters():
-                self.optimizer.state.pop(p, None)
-                if p in own.state:
-                    self.optimizer.state[p] = own.state[p]
-            return own
-        for mine, group in zip(own.param_groups, groups, strict=True):
-            mine["lr"] = group["lr"]
-        for p in self.nets[r].parameters():
-            if p in self.optimizer.state:
-                own.state[p] = self.optimizer.state[p]
-        return own
-
-    # ---- checkpoint state of one run (the same format for every K)
     def state_dict(self, r: int = 0) -> dict:
-        g, xp, rng = self.games, self.xp, self.rngs[r]
-        games = self.games_of(r)
-
-        def saved(x):  # a CPU tensor copy of run r's slice of a per-game array
-            return xp.to_tensor(xp.copy(x[games])).cpu()
-
-        generator = {"device": rng.get_state()} if xp.is_torch else {"numpy": rng.bit_generator.state}
-        return {
-            "weights": self.weights(r),
-            "optimizer": self._run_optimizer(r).state_dict(),
-            "pool": [f.state_dict() for f in self.pools[r]],
-            "target": None if self.targets is None else self.targets[r].state_dict(),
-            "target_taken_at": int(self.target_taken_at[r]),
-            "frozen_taken_at": int(self.frozen_taken_at[r]),
-            "frozen_refreshes": int(self.frozen_refreshes[r]),
-            "episodes": int(self.run_episodes[r]),
-            "steps": int(self.run_steps[r]),
-            "envs": {**{name: saved(getattr(g, name)) for name in GAME_ARRAYS},
-                     **{name: saved(getattr(self, name)) for name in self.arrays}},
-            "label_games": None if self.label_games is None else
-            {name: xp.to_tensor(xp.copy(getattr(self.label_games[r], name))).cpu() for name in GAME_ARRAYS},
-            "rng": {**generator, "torch": torch.get_rng_state(), "python": random.getstate()},
-        }
+        """Everything run ``r`` needs to continue (``state.state_dict``; one format for every K)."""
+        return state.state_dict(self, r)
 
     def load_state_dict(self, s: dict, r: int = 0) -> None:
         """Continue run ``r`` from its ``state_dict``."""
-        net = self.nets[r]
-        load_weights(net, s["weights"])
-        self._run_optimizer(r, s["optimizer"])
-        self.pools[r] = []
-        for weights in s["pool"]:
-            frozen = copy.deepcopy(net).requires_grad_(False)
-            load_weights(frozen, weights)
-            self.pools[r].append(frozen)
-        self.frozen_taken_at[r], self.frozen_refreshes[r] = s["frozen_taken_at"], s["frozen_refreshes"]
-        if self.targets is not None:  # a checkpoint from before the option: the copy starts from the weights
-            load_weights(self.targets[r], s["target"] if s.get("target") is not None else s["weights"])
-            self.target_taken_at[r] = s.get("target_taken_at", s["episodes"])
-        self.run_episodes[r], self.run_steps[r] = s["episodes"], s["steps"]
-        g, envs, xp, games = self.games, s["envs"], self.xp, self.games_of(r)
-        if tuple(envs["board"].shape) != (self.num_envs, self.game.num_cells):
-            raise CheckpointError(f"checkpoint has {envs['board'].shape[0]} training games, config has {self.num_envs}")
-        saved_on = "cuda" if "device" in s["rng"] else "cpu"
-        if saved_on != ("cuda" if xp.is_torch else "cpu"):
-            raise CheckpointError(f"this run was trained with device={saved_on}; resume it with device={saved_on}")
-        for name in GAME_ARRAYS:
-            getattr(g, name)[games] = xp.asarray(envs[name].numpy())
-        for name in self.arrays:
-            if name in TRACE_ARRAYS and name not in envs:  # td_lambda turned on at resume: traces start now
-                continue
-            saved = envs[name] if name in envs else envs["kind"]  # older checkpoints name it "kind"
-            getattr(self, name)[games] = xp.asarray(saved.numpy())
-        if self.label_games is not None:
-            if s.get("label_games") is None:
-                raise CheckpointError("this run was trained without random-play labels or rank pairs "
-                                      "(agent.random_labels and agent.rank_labels 0); resume it with the same")
-            for name in GAME_ARRAYS:
-                getattr(self.label_games[r], name)[:] = xp.asarray(s["label_games"][name].numpy())
-        if xp.is_torch:
-            self.rngs[r].set_state(s["rng"]["device"])
-        else:
-            self.rngs[r].bit_generator.state = s["rng"]["numpy"]
-        torch.set_rng_state(s["rng"]["torch"])
-        random.setstate(s["rng"]["python"])
+        state.load_state_dict(self, s, r)
+
+
+@dataclass
+class Ply:
+    """What one ply's hooks see: the learners' games ``lrn``, each game's mover and chosen move, the
+    learners' ``tactics`` (when needed), the discount; after the choice the learners' boards ``views`` and
+    afterstates ``after`` (mover's view) and the bootstrap ``new_value``; after play ``reward``, ``seat``."""
+
+    lrn: Any
+    mover: Any
+    chosen: Any
+    tactics: MoveTactics | None
+    gamma: float
+    views: Any = None
+    after: Any = None
+    new_value: Any = None
+    reward: Any = None
+    seat: Any = None
