@@ -4,7 +4,7 @@
         [--lr 0.001] [--loss huber] [--plies 200] [--games 96] [--batch 256] [--every 400] [--gamma 0.97]
         [--seed 0]
 
-The labels are those the learner draws from random play (``agent.random_labels``:
+The labels are those the learner draws from random play (``agent.parts.labels.random_labels``:
 ``ttt.agents.dqn.labels.random_position_labels``), a third each of its three kinds: a move that completes a
 line (+1), one that leaves the opponent a win at once (-1) and a fork (``--gamma``). ``--plies`` plies of
 ``--games`` games of random play on Qubic give a fixed pool; the network (``configs/network/<name>.yaml``,
@@ -26,6 +26,8 @@ from omegaconf import OmegaConf
 
 from ttt.agents.dqn import Config
 from ttt.agents.dqn.labels import random_position_labels
+from ttt.agents.dqn.parts.labels import LabelSettings
+from ttt.agents.dqn.settings import training_rules
 from ttt.agents.dqn.td import td_loss
 from ttt.cli import ArgumentParser
 from ttt.games import BatchedGames, make_game
@@ -37,11 +39,11 @@ KINDS = {-1.0: "leaves a win (-1)", 1.0: "completes a line (+1)"}  # the rest: f
 
 def label_pool(game, games: int, plies: int, gamma: float, rng) -> tuple[torch.Tensor, torch.Tensor]:
     """The labelled afterstates (boards, targets) of ``plies`` plies of ``games`` games of random play."""
-    settings = Config(random_labels=games, gamma=gamma)
+    settings, rules = LabelSettings(random_labels=games), training_rules(Config(gamma=gamma))
     playing = BatchedGames(game, games)
     boards, targets = [], []
     for _ in range(plies):
-        labels, _ = random_position_labels(playing, settings, None, rng)
+        labels, _ = random_position_labels(playing, settings, None, rng, gamma, rules)
         boards.append(labels.obs)
         targets.append(labels.targets)
     return torch.from_numpy(np.concatenate(boards)), torch.from_numpy(np.concatenate(targets))

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from ttt.agents import agent_module
 from ttt.agents.dqn import Config, DQNPlayer, Rules, Trainer
 from ttt.agents.dqn.labels import rank_orders
+from ttt.agents.dqn.settings import upgrade_agent
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.device import TORCH_CPU, DeviceError, array_device, resolve_device
 from ttt.evaluation.evaluate import play_match
@@ -228,8 +229,8 @@ def scripted_plies(device: str, board: str, plies: int, num_envs: int = 4, **age
     game = make_game(board)
     torch.manual_seed(0)
     xp = arrays_for(array_device(device))
-    trainer = Trainer(game, NETWORK, Config(optimizer="sgd", lr=0.05, **agent), num_envs, xp.generator(0),
-                      device=device)
+    trainer = Trainer(game, NETWORK, Config(**upgrade_agent(dict(optimizer="sgd", lr=0.05, **agent))), num_envs,
+                      xp.generator(0), device=device)
     rng = np.random.default_rng(5)
     out = []
     for _ in range(plies):
@@ -275,9 +276,9 @@ def test_targets_on_torch_tensors_equal_the_numpy_ones_exactly(td):
                                   {"rank_moves": 4, "rank_forced": True, "rank_head": True}])
 @pytest.mark.parametrize("device", TRAIN_DEVICES)
 def test_trainer_on_device_runs_the_curriculum_and_resumes_exactly(device, rank, tmp_path):
-    agent = Config(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,
-                   benchmark_fraction=0.5, exact_losses=True, symmetry_augment=True, rule_labels=True,
-                   random_labels=8, rank_labels=6, first_lr=0.01, **rank)
+    agent = Config(**upgrade_agent(dict(switch_episode=12, opponent_after="frozen", refresh_every=10, frozen_pool=2,
+                                        benchmark_fraction=0.5, exact_losses=True, symmetry_augment=True,
+                                        rule_labels=True, random_labels=8, rank_labels=6, first_lr=0.01, **rank)))
     game = make_game("3x3")
     xp = arrays_for(array_device(device))
 

@@ -33,6 +33,8 @@ from ttt.agents.dqn import (
     training_rules,
 )
 from ttt.agents.dqn.labels import random_position_labels
+from ttt.agents.dqn.parts.labels import LabelSettings
+from ttt.agents.dqn.settings import upgrade_agent
 from ttt.evaluation.evaluate import play_match
 from ttt.games import BatchedGames, make_game
 from ttt.games.threats import move_tactics
@@ -51,7 +53,7 @@ DRAW = ([0, 4, 8, 1, 7, 6, 2, 5, 3], -1)  # the learner is O; X fills the board,
 
 def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Trainer:
     torch.manual_seed(0)
-    cfg = Config(optimizer="sgd", lr=lr, gamma=GAMMA, **agent)
+    cfg = Config(**upgrade_agent(dict(optimizer="sgd", lr=lr, gamma=GAMMA, **agent)))
     trainer = Trainer(make_game("3x3"), NETWORK, cfg, num_envs, np.random.default_rng(0))
     if seats is not None:
         trainer.agent_seat[:] = seats
@@ -60,7 +62,8 @@ def make_trainer(num_envs: int = 1, lr: float = 0.0, seats=None, **agent) -> Tra
 
 def position_labels(trainer: Trainer):
     """The labels and rank pairs of the trainer's random-play games (which then move on one ply)."""
-    return random_position_labels(trainer.label_games[0], trainer.settings, trainer.net, trainer.rng)
+    return random_position_labels(trainer.part("labels").games[0], trainer.settings.parts["labels"], trainer.net,
+                                  trainer.rng, trainer.settings.gamma, trainer.rules)
 
 
 def continue_identically(trainer: Trainer, other: Trainer, plies: int) -> None:
@@ -685,7 +688,7 @@ def test_rank_labels_alone_add_pairs_and_no_labelled_afterstates():
     for _ in range(6):
         batch = t.step()
         assert not (batch.rows == -1).any()  # no rule-labelled afterstates from the random-play games
-    assert len(t.label_games[0]) == 8
+    assert len(t.part("labels").games[0]) == 8
     _, pairs = position_labels(t)
     assert 0 < len(pairs[0]) <= 8 and pairs[0].shape == pairs[1].shape
 
@@ -697,11 +700,11 @@ def trainer_at_rank_position(**agent):
     t = make_trainer(num_envs=4, lr=0.05, rank_labels=8, rank_moves=2, **agent)
     for _ in range(6):
         t.step()
-    t.label_games[0].board[:] = 0
-    t.label_games[0].board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
-    t.label_games[0].to_play[:] = 1
-    t.label_games[0].done[:] = False
-    position = torch.as_tensor(t.label_games[0].board[0], dtype=torch.float32)
+    t.part("labels").games[0].board[:] = 0
+    t.part("labels").games[0].board[:, [0, 1, 3, 4]] = [1, 1, -1, -1]  # X to move: 2 wins, 5 blocks, 6, 7 and 8 lose
+    t.part("labels").games[0].to_play[:] = 1
+    t.part("labels").games[0].done[:] = False
+    position = torch.as_tensor(t.part("labels").games[0].board[0], dtype=torch.float32)
     after = position.repeat(9, 1)
     after[torch.arange(9), torch.arange(9)] = 1.0
     return t, position, after
@@ -783,15 +786,17 @@ def test_play_forks_and_play_threats_are_the_trained_players_rules_not_the_train
     from ttt.train import train
 
     cfg = compose_train(["+experiment=dqn_33", "episodes=8", "eval_every=0", "eval_opponents=[random]",
-                         "agent.final_eval_games=2", "num_envs=4", "agent.exact_forks=false",
-                         "agent.exact_losses=false", "agent.random_labels=0", f"agent.play_forks={play_forks}",
-                         f"agent.play_threats={play_threats}"])
+                         "agent.final_eval_games=2", "num_envs=4", "++agent.parts.rules.exact_forks=false",
+                         "++agent.parts.rules.exact_losses=false", "++agent.parts.labels.random_labels=0",
+                         f"++agent.parts.rules.play_forks={play_forks}",
+                         f"++agent.parts.rules.play_threats={play_threats}"])
     train(cfg)
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert payload["rules"]["forks"] is play_forks and payload["rules"]["threats"] == play_threats
     player = load_player(tmp_path / "run" / "checkpoint.pt")
     assert player.rules == Rules(wins=True, forks=play_forks, threats=play_threats) and player.gamma == cfg.agent.gamma
-    assert training_rules(Config(play_forks=play_forks, play_threats=play_threats)) == Rules(forks=False, threats=0)
+    assert training_rules(Config(**upgrade_agent(dict(play_forks=play_forks, play_threats=play_threats)))) == Rules(
+        forks=False, threats=0)
 
 
 def test_trainer_state_with_the_opponent_codes_under_kind_loads_alike():
@@ -821,7 +826,7 @@ def test_exact_forks_values_forks_in_the_training_moves():
     assert forks.tolist() and not t.win[0].any()
     torch.manual_seed(0)
     net = build_value_net(OmegaConf.create({"kind": "structured", "hidden": [8], "bias": True}), game)
-    with_forks = training_rules(Config(exact_forks=True, gamma=0.9))
+    with_forks = training_rules(Config(**upgrade_agent(dict(exact_forks=True, gamma=0.9))))
     without = training_rules(Config(gamma=0.9))
     assert with_forks.forks and not without.forks
     valued = selection_values(net, games, np.array([0]), with_forks)[0]
@@ -841,8 +846,9 @@ def test_search_labels_train_unvalued_afterstates_toward_the_opponents_best_repl
     rng = np.random.default_rng(0)
     for _ in range(3):
         games.play(np.array([np.flatnonzero(row)[0] for row in games.legal_mask()]))
-    labels, _ = random_position_labels(games, Config(random_labels=64, search_labels=True), net, rng)
-    plain, _ = random_position_labels(games, Config(random_labels=64), net, np.random.default_rng(0))
+    rules = training_rules(Config(gamma=0.9))
+    labels, _ = random_position_labels(games, LabelSettings(random_labels=64, search_labels=True), net, rng, 0.9, rules)
+    plain, _ = random_position_labels(games, LabelSettings(random_labels=64), net, np.random.default_rng(0), 0.9, rules)
     ruled = np.isin(labels.targets, [1.0, -1.0]) | ((labels.targets > 0) & np.isclose(labels.targets, 0.9))
     searched = labels.obs[~ruled]
     assert len(searched) > 0 and np.isin(plain.targets, [1.0, -1.0, np.float32(0.9)]).all()
@@ -858,7 +864,7 @@ def test_a_final_evaluation_with_other_rules_than_the_runs_is_logged_apart(compo
 
     train(compose_train(["game=4x4x4", "episodes=8", "num_envs=4", "eval_every=4", "eval_games=2",
                          "eval_opponents=[random]", "eval_tactics=false", "agent.final_eval_games=2",
-                         f"agent.play_threats={play_threats}"]))
+                         f"++agent.parts.rules.play_threats={play_threats}"]))
     curves = read_run(tmp_path / "run" / "tb").curves
     assert curves["eval/random/score"].steps.tolist() == ([4, 8] if final_group == "eval" else [4])
     assert curves[f"{final_group}/random/score"].steps.tolist()[-1] == 8
@@ -879,7 +885,7 @@ def test_a_target_network_values_the_chosen_move_and_the_learning_network_choose
     t = make_trainer(opponent="self_play", opponent_after="self_play", lr=0.5, target_every=1000)
     for cell in opening:
         t.step(np.array([cell]))
-    copy_values = selection_values(t.target, t.games, np.array([0]), t.rules)[0].numpy()
+    copy_values = selection_values(t.part("target").targets[0], t.games, np.array([0]), t.rules)[0].numpy()
     own_values = selection_values(t.net, t.games, np.array([0]), t.rules)[0].numpy()
     legal = np.flatnonzero(np.isfinite(own_values))
     move = int(legal[np.abs(copy_values[legal] - own_values[legal]).argmax()])
@@ -897,18 +903,20 @@ def test_the_target_network_is_re_taken_every_target_every_games_and_resumes():
         return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
 
     t = make_trainer(num_envs=4, opponent="self_play", opponent_after="self_play", lr=0.5, target_every=3)
-    assert same(t.target, t.net) and t.target_taken_at == 0
+    target = t.part("target")
+    assert same(target.targets[0], t.net) and target.taken_at[0] == 0
     differed = False
     while t.episodes < 3:
         t.step()
         if t.episodes < 3:
-            assert t.target_taken_at == 0
-            differed = differed or not same(t.target, t.net)
-    assert differed and t.target_taken_at == t.episodes and same(t.target, t.net)
+            assert target.taken_at[0] == 0
+            differed = differed or not same(target.targets[0], t.net)
+    assert differed and target.taken_at[0] == t.episodes and same(target.targets[0], t.net)
     t.step()
     other = make_trainer(num_envs=4, opponent="self_play", opponent_after="self_play", lr=0.5, target_every=3)
     other.load_state_dict(t.state_dict())
-    assert same(other.target, t.target) and other.target_taken_at == t.target_taken_at
+    assert same(other.part("target").targets[0], target.targets[0])
+    assert other.part("target").taken_at[0] == target.taken_at[0]
     continue_identically(t, other, 12)
 
 

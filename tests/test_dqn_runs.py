@@ -13,6 +13,7 @@ import torch
 from omegaconf import OmegaConf
 
 from ttt.agents.dqn import Config, Trainer
+from ttt.agents.dqn.settings import upgrade_agent
 from ttt.checkpoint import load_checkpoint, save_checkpoint
 from ttt.cli import run_cli
 from ttt.config import ConfigError
@@ -81,22 +82,25 @@ def _same_moves(board, network, agent, num_envs, episodes, seeds=(4, 5, 6), alon
     # the curriculum: random, then a pool of frozen copies re-taken as the run goes, Adam, an MLP with biases,
     # games side by side within each run, the loss rule in move selection
     ("3x3", MLP,
-     Config(opponent="random", opponent_after="frozen", switch_episode=40, refresh_every=30, frozen_pool=3,
-            frozen_epsilon=0.2, exact_losses=True, epsilon=0.3, epsilon_final=0.05, epsilon_decay_episodes=150),
+     Config(**upgrade_agent(dict(opponent="random", opponent_after="frozen", switch_episode=40, refresh_every=30,
+                                 frozen_pool=3, frozen_epsilon=0.2, exact_losses=True, epsilon=0.3, epsilon_final=0.05,
+                                 epsilon_decay_episodes=150))),
      2, 100),
     # what one run alone used to train only: labels, rank pairs on a rank head, TD(λ), a target network, a
     # falling learning rate, symmetric images, forks in move selection, a share of benchmark games
     ("3x3", {**MLP, "hidden": [16]},
-     Config(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
-            exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=4,
-            label_weight=0.5, random_labels=8, search_labels=True, rank_labels=8, rank_moves=2, rank_head=True,
-            symmetry_augment=True, lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01), 2, 80),
+     Config(**upgrade_agent(dict(
+         opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
+         exact_losses=True, exact_forks=True, rule_labels=True, fork_defence_labels=4,
+         label_weight=0.5, random_labels=8, search_labels=True, rank_labels=8, rank_moves=2, rank_head=True,
+         symmetry_augment=True, lr_final=1e-4, lr_decay_episodes=100, target_every=25, first_lr=0.01))), 2, 80),
     ("3x3", {**MLP, "hidden": [16]}, Config(td_lambda=0.7, benchmark_fraction=0.5, switch_episode=20), 2, 60),
     # plain SGD, whose optimiser steps the stacks themselves (two rates), with the rank pairs' gradients
     # added to them, on a structured network with biases and tied orbits (stacked shared blocks)
     ("3x3", {"kind": "structured", "detectors": 2, "hidden": [8], "bias": True, "tie_orbits": True},
-     Config(optimizer="sgd", lr=0.05, first_lr=0.1, opponent="random", opponent_after="frozen", switch_episode=30,
-            refresh_every=20, rank_labels=8, rank_moves=2, rank_head=True), 2, 80),
+     Config(**upgrade_agent(dict(optimizer="sgd", lr=0.05, first_lr=0.1, opponent="random", opponent_after="frozen",
+                                 switch_episode=30, refresh_every=20, rank_labels=8, rank_moves=2, rank_head=True))),
+     2, 80),
     # the defence study's arms: the playable plane, sigmoid hidden units
     ("4x4x4_gravity", {**PAPER_NET, "bias": True, "playable": True, "activation": "sigmoid"},
      Config(**PAPER, opponent="benchmark", opponent_after="benchmark"), 2, 20),
@@ -110,8 +114,9 @@ def test_each_run_side_by_side_makes_the_moves_of_its_seed_alone(board, network,
 def test_one_run_of_the_run_axis_is_the_single_run_bit_for_bit():
     """K = 1 through the group's constructor (a list of one stream, the seed given) is the single run."""
     game = make_game("3x3")
-    agent = Config(opponent="random", opponent_after="frozen", switch_episode=10, refresh_every=8, frozen_pool=2,
-                   rule_labels=True, rank_labels=8, rank_head=True, symmetry_augment=True, td_lambda=0.5)
+    agent = Config(**upgrade_agent(dict(opponent="random", opponent_after="frozen", switch_episode=10, refresh_every=8,
+                                        frozen_pool=2, rule_labels=True, rank_labels=8, rank_head=True,
+                                        symmetry_augment=True, td_lambda=0.5)))
     torch.manual_seed(5)
     alone = Trainer(game, OmegaConf.create(MLP), agent, 3, np.random.default_rng(5))
     torch.manual_seed(123)  # the group seeds its network itself
@@ -146,14 +151,16 @@ def test_the_recipe_side_by_side_makes_the_moves_of_each_run_alone_for_200_games
 def test_runs_side_by_side_on_the_device_code_path_make_the_moves_of_each_run_alone(device):
     """``device=cuda``'s code path (torch tensors, a ``torch.Generator`` per run): on the CPU here, on a GPU
     where there is one."""
-    agent = Config(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20, frozen_pool=2,
-                   benchmark_fraction=0.5, exact_losses=True, rank_labels=6, rank_head=True, symmetry_augment=True)
+    agent = Config(**upgrade_agent(dict(opponent="random", opponent_after="frozen", switch_episode=30, refresh_every=20,
+                                        frozen_pool=2, benchmark_fraction=0.5, exact_losses=True, rank_labels=6,
+                                        rank_head=True, symmetry_augment=True)))
     _same_moves("3x3", {**MLP, "hidden": [16]}, agent, 2, 60, seeds=(0, 1), device=device)
 
 
 def test_a_run_side_by_side_resumes_exactly_from_its_checkpoint(tmp_path):
-    agent = Config(optimizer="adam", opponent="random", opponent_after="frozen", switch_episode=20, refresh_every=15,
-                   first_lr=0.01, rank_labels=6, symmetry_augment=True, lr_final=1e-4, lr_decay_episodes=60)
+    agent = Config(**upgrade_agent(dict(optimizer="adam", opponent="random", opponent_after="frozen", switch_episode=20,
+                                        refresh_every=15, first_lr=0.01, rank_labels=6, symmetry_augment=True,
+                                        lr_final=1e-4, lr_decay_episodes=60)))
     game = make_game("3x3")
 
     def group() -> Trainer:
@@ -237,10 +244,10 @@ def test_a_run_without_targets_in_a_ply_does_not_step():
                 [np.random.default_rng(s) for s in (0, 1, 2)], seeds=[0, 1, 2])
     obs = np.random.default_rng(3).integers(-1, 2, (6, 9)).astype(np.float32)
     targets = np.linspace(-1, 1, 6, dtype=np.float32)
-    t._update(obs, targets, np.array([0, 1, 2, 0, 1, 2]), [None] * 3)  # every run steps: Adam has moments
+    t._update(obs, targets, np.array([0, 1, 2, 0, 1, 2]))  # every run steps: Adam has moments
     before = [[p.detach().clone() for p in net.parameters()] for net in t.nets]
     steps = [t.optimizer.state[p]["step"].clone() for p in t.nets[1].parameters()]
-    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]), [None] * 3)  # runs 0 and 2 alone
+    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]))  # runs 0 and 2 alone
     for r in (0, 2):
         assert not all(torch.equal(a, b) for a, b in zip(before[r], t.nets[r].parameters(), strict=True))
     assert all(torch.equal(a, b) for a, b in zip(before[1], t.nets[1].parameters(), strict=True))
@@ -260,14 +267,14 @@ def test_plain_sgd_steps_the_stacks_and_a_run_without_targets_keeps_its_weights(
     obs = np.random.default_rng(3).integers(-1, 2, (6, 9)).astype(np.float32)
     targets = np.linspace(-1, 1, 6, dtype=np.float32)
     before = [[p.detach().clone() for p in net.parameters()] for net in t.nets]
-    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]), [None] * 3)  # runs 0 and 2 alone
+    t._update(obs, targets, np.array([0, 2, 0, 2, 0, 2]))  # runs 0 and 2 alone
     for r in (0, 2):
         assert not all(torch.equal(a, b) for a, b in zip(before[r], t.nets[r].parameters(), strict=True))
     assert all(torch.equal(a, b) for a, b in zip(before[1], t.nets[1].parameters(), strict=True))
     # the step of run 0 is the step of its network alone on its own examples
     torch.manual_seed(0)
     alone = Trainer(game, OmegaConf.create(MLP), Config(optimizer="sgd", lr=0.1), 1, np.random.default_rng(0))
-    alone._update(obs[[0, 2, 4]], targets[[0, 2, 4]], np.zeros(3, dtype=np.int64), [None])
+    alone._update(obs[[0, 2, 4]], targets[[0, 2, 4]], np.zeros(3, dtype=np.int64))
     for a, b in zip(alone.net.parameters(), t.nets[0].parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
@@ -297,10 +304,11 @@ def test_each_run_has_its_own_folder_that_resumes_alone_or_with_its_group(compos
     assert more["runs"][4]["episodes"] == 50 and more["runs"][3]["episodes"] == 50
 
 
-@pytest.mark.parametrize("overrides", [["agent.rule_labels=true", "agent.random_labels=8"],
-                                       ["agent.target_every=10", "agent.td_lambda=0.5"],
-                                       ["network.tie_orbits=true", "network.bias=true", "agent.rank_labels=8",
-                                        "agent.rank_head=true"]])
+@pytest.mark.parametrize("overrides", [["++agent.parts.labels.rule_labels=true",
+                                        "++agent.parts.labels.random_labels=8"],
+                                       ["++agent.parts.target.target_every=10", "agent.td_lambda=0.5"],
+                                       ["network.tie_orbits=true", "network.bias=true",
+                                        "++agent.parts.labels.rank_labels=8", "++agent.parts.labels.rank_head=true"]])
 def test_every_option_trains_side_by_side(compose_train, tmp_path, overrides):
     out = train(compose_train([*TINY, "episodes=12", "eval_every=0", *overrides]))
     assert sorted(out["runs"]) == [3, 4] and out["runs"][4]["episodes"] == 12

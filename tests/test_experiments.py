@@ -224,17 +224,20 @@ def test_the_defence_study_is_one_multirun_over_the_arms_of_configs_defence(comp
             "hydra.sweep.dir=runs/paper/defence"} <= set(cmd)
     assert sorted(p.stem for p in Path("configs/defence").glob("*.yaml")) == sorted(arms.split(","))
     # what each arm changes from the grid's setting (arm a), as composed
+    from omegaconf import OmegaConf
+
     base = compose_train(["+experiment=dqn_444_gravity_vs_benchmark", "+defence=grid"])
     changed = {}
     for arm in arms.split(","):
         cfg = compose_train(["+experiment=dqn_444_gravity_vs_benchmark", f"+defence={arm}"])
-        changed[arm] = sorted(f"{group}.{key}" for group in ("game", "network", "agent") for key in cfg[group]
-                              if cfg[group][key] != base[group][key])
+        changed[arm] = sorted(differences(*({k: v for k, v in flat(OmegaConf.to_container(c, resolve=True)).items()
+                                             if k.split(".")[0] in ("game", "network", "agent")}
+                                            for c in (cfg, base))))
         if cfg.eval_opponents != base.eval_opponents:
             changed[arm].append("eval_opponents")
-    assert changed == {"grid": [], "exact_losses": ["agent.exact_losses"], "free_placement": ["game.name"],
+    assert changed == {"grid": [], "exact_losses": ["agent.parts.rules.exact_losses"], "free_placement": ["game.name"],
                        "playable": ["network.playable"], "sigmoid_no_bias": ["network.activation", "network.bias"],
-                       "rule_labels": ["agent.rule_labels"]}
+                       "rule_labels": ["agent.parts.labels.rule_labels"]}
     assert base.network.bias and base.agent.opponent == base.agent.opponent_after == "benchmark"
 
 
@@ -431,13 +434,50 @@ def own_values(name: str) -> dict[str, object]:
 
 
 def flat(node: dict, prefix: str = "") -> dict[str, object]:
+    """``node`` by dotted key; a part of the learner named without settings (``agent.parts.symmetry: {}``) is a
+    key of its own, ``{}``: naming it is its setting."""
     out = {}
     for key, value in node.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not (value == {} and prefix.endswith(".parts.")):
             out.update(flat(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
+
+
+def part_default(key: str) -> object:
+    """The default of a part's setting, ``agent.parts.<part>.<key>`` (its ``Settings``); None for a part's own key
+    (``agent.parts.<part>``: a part without settings, not named)."""
+    from ttt.agents.dqn.parts import table
+
+    names = key.split(".")
+    return getattr(table()[names[2]].Settings(), names[3]) if len(names) == 4 else None
+
+
+def differences(a: dict[str, object], b: dict[str, object]) -> dict[str, tuple]:
+    """{key: (a's value, b's value)} of the dotted keys where two configs differ. A part's setting that a config
+    does not name is the part's default there (as a flat agent key it did not name was the key's default);
+    which parts each names: ``parts_named``."""
+    def value(config, key):
+        return config[key] if key in config or not key.startswith("agent.parts.") else part_default(key)
+
+    return {k: (value(a, k), value(b, k)) for k in {*a, *b} if value(a, k) != value(b, k)}
+
+
+def parts_named(config: dict[str, object]) -> set[str]:
+    """The learner's parts a config (by dotted key) names."""
+    return {k.split(".")[2] for k in config if k.startswith("agent.parts.")}
+
+
+def with_part_defaults(config: dict[str, object]) -> dict[str, object]:
+    """``config`` (by dotted key) with every setting of every part of the learner that it does not name at its
+    default (as the flat agent keys were all there)."""
+    from dataclasses import fields
+
+    from ttt.agents.dqn.parts import table
+
+    return {**{f"agent.parts.{name}.{f.name}": f.default for name, part in table().items()
+               for f in fields(part.Settings)}, **config}
 
 
 def network_differences(network: dict, experiment: str) -> list[str]:
@@ -501,12 +541,13 @@ def test_dqn_444_and_the_plain_learner_extend_no_experiment_and_name_every_setti
 #: what dqn_444 adds to the plain learner (dqn_444_plain), key by key: (dqn_444's value, the plain learner's)
 INGREDIENTS = {
     # the rules in move selection
-    "agent.exact_losses": (True, False), "agent.play_forks": (True, False),
-    "agent.play_threats": (3, 0),
+    "agent.parts.rules.exact_losses": (True, False), "agent.parts.rules.play_forks": (True, False),
+    "agent.parts.rules.play_threats": (3, 0),
     # the rank pairs of the rules, on a rank head (fork_defence_labels is read only with rule_labels)
-    "agent.rank_labels": (512, 0), "agent.rank_forced": (True, False), "agent.rank_moves": (8, 0),
-    "agent.rank_moves_wins": (False, True), "agent.rank_weight": (0.5, 1.0), "agent.rank_head": (True, False),
-    "agent.fork_defence_labels": (16, 0),
+    "agent.parts.labels.rank_labels": (512, 0), "agent.parts.labels.rank_forced": (True, False),
+    "agent.parts.labels.rank_moves": (8, 0), "agent.parts.labels.rank_moves_wins": (False, True),
+    "agent.parts.labels.rank_weight": (0.5, 1.0), "agent.parts.labels.rank_head": (True, False),
+    "agent.parts.labels.fork_defence_labels": (16, 0),
     # the outcome as the value head's target instead of TD(0)'s
     "agent.td_lambda": (1.0, 0.0),
     # the plain learner's discount: at 0.97 its value head saturates (docs/notes/plain_learner.md)
@@ -516,27 +557,29 @@ INGREDIENTS = {
 
 def test_dqn_444_plain_is_the_plain_learner_and_differs_from_dqn_444_in_those_ingredients_alone():
     plain, main = compose_config(["+experiment=dqn_444_plain"]), compose_config(["+experiment=dqn_444"])
-    a = {k.removeprefix("agent."): v for k, v in plain.items() if k.startswith("agent.")}
+    a = {k.removeprefix("agent."): v for k, v in with_part_defaults(plain).items() if k.startswith("agent.")}
     # no rules in move selection, neither in training moves nor in the trained player: the network alone; a
     # terminal afterstate is valued by its reward (exact_wins), as TD on afterstates values it
-    assert [k for k in ("exact_losses", "exact_forks", "play_forks", "play_threats") if a[k]] == []
+    assert [k for k in ("exact_losses", "exact_forks", "play_forks", "play_threats") if a[f"parts.rules.{k}"]] == []
     assert a["exact_wins"] is True
     # no labels, no rank pairs, no second head
     labels = ("rule_labels", "random_labels", "search_labels", "rank_labels", "rank_head")
-    assert [k for k in labels if a[k]] == []
-    # online TD(0) with the Huber loss, the learning network valuing its own choice
-    assert (a["td_lambda"], a["loss"], a["target_every"]) == (0.0, "huber", 0)
+    assert [k for k in labels if a[f"parts.labels.{k}"]] == []
+    # online TD(0) with the Huber loss, the learning network valuing its own choice (no target network)
+    assert (a["td_lambda"], a["loss"]) == (0.0, "huber") and "target" not in parts_named(plain)
     # random for 5,000 games, then frozen copies of itself re-taken every 500 games: no other player trains it
     assert (a["opponent"], a["switch_episode"], a["opponent_after"], a["refresh_every"], a["frozen_pool"],
             a["benchmark_fraction"]) == ("random", 5000, "frozen", 500, 1, 0.0)
-    assert {k: (v, plain[k]) for k, v in main.items() if plain[k] != v} == INGREDIENTS
+    assert differences(main, plain) == INGREDIENTS
+    assert parts_named(plain) == {"symmetry"} and parts_named(main) == {"rules", "labels", "symmetry"}
 
 
 def test_dqn_444_value_player_differs_from_dqn_444_in_its_head_labels_and_shared_detectors_alone():
     value, main = compose_config(["+experiment=dqn_444_value_player"]), compose_config(["+experiment=dqn_444"])
-    assert {k: (v, main[k]) for k, v in value.items() if main[k] != v} == {
-        "agent.rank_head": (False, True), "agent.rule_labels": (True, False), "agent.random_labels": (512, 0),
-        "agent.label_weight": (1.0, 0.0), "network.tie_orbits": (True, False)}
+    assert differences(value, main) == {
+        "agent.parts.labels.rank_head": (False, True), "agent.parts.labels.rule_labels": (True, False),
+        "agent.parts.labels.random_labels": (512, 0), "agent.parts.labels.label_weight": (1.0, 0.0),
+        "network.tie_orbits": (True, False)}
 
 
 def test_dqn_444_value_player_trains_a_player_whose_value_orders_its_moves(compose_train, tmp_path):
@@ -546,8 +589,8 @@ def test_dqn_444_value_player_trains_a_player_whose_value_orders_its_moves(compo
 
     cfg = compose_train(["+experiment=dqn_444_value_player", "episodes=8", "num_envs=4", "eval_every=0",
                          "eval_opponents=[random]", "eval_games=2", "agent.final_eval_games=2", "eval_tactics=false",
-                         "agent.switch_episode=4", "agent.refresh_every=2", "agent.random_labels=16",
-                         "agent.rank_labels=16"])
+                         "agent.switch_episode=4", "agent.refresh_every=2", "++agent.parts.labels.random_labels=16",
+                         "++agent.parts.labels.rank_labels=16"])
     train(cfg)
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert "rank_head" not in payload  # no second head: the value head orders the moves
@@ -589,16 +632,17 @@ def test_every_experiment_extends_at_most_one_experiment_that_extends_none(name)
 def test_no_variant_turns_off_what_its_parent_turned_on(name):
     (parent,) = own_defaults(name)[0]
     parent_groups = own_defaults(parent)[1]
-    base = base_config({**train_choices(), **parent_groups})
-    off = turned_off(own_values(name), own_defaults(name)[1], compose_config([f"+experiment={parent}"]),
-                     parent_groups, base, train_choices())
+    base = with_part_defaults(base_config({**train_choices(), **parent_groups}))
+    composed = with_part_defaults(compose_config([f"+experiment={parent}"]))
+    off = turned_off(own_values(name), own_defaults(name)[1], composed, parent_groups, base, train_choices())
     assert off == [], f"{name} sets back to the default what {parent} changed: {off}"
 
 
 def test_turned_off_finds_a_setting_or_group_set_back_to_its_default():
-    base, defaults = {"agent.rule_labels": False, "agent.lr": 0.001}, {"game": "4x4x4"}
-    parent = {"agent.rule_labels": True, "agent.lr": 0.001}
-    assert turned_off({"agent.rule_labels": False}, {}, parent, {}, base, defaults) == ["agent.rule_labels"]
+    base, defaults = {"agent.parts.labels.rule_labels": False, "agent.lr": 0.001}, {"game": "4x4x4"}
+    parent = {"agent.parts.labels.rule_labels": True, "agent.lr": 0.001}
+    assert turned_off({"agent.parts.labels.rule_labels": False}, {}, parent, {}, base,
+                      defaults) == ["agent.parts.labels.rule_labels"]
     assert turned_off({"agent.lr": 0.001}, {}, parent, {}, base, defaults) == []  # the parent left it alone
     assert turned_off({}, {"game": "4x4x4"}, parent, {"game": "3x3"}, base, defaults) == ["/game"]
     assert turned_off({}, {"game": "4x4"}, parent, {"game": "3x3"}, base, defaults) == []
@@ -683,7 +727,7 @@ def test_fit_one_move_labels_pools_the_three_kinds_of_label_and_fits_them(experi
 def test_dqn_444_value_selfplay_differs_from_the_value_player_in_its_budget_games_a_ply_and_opponents_alone():
     selfplay = compose_config(["+experiment=dqn_444_value_selfplay"])
     value = compose_config(["+experiment=dqn_444_value_player"])
-    assert {k: (v, value[k]) for k, v in selfplay.items() if value[k] != v} == {
+    assert differences(selfplay, value) == {
         "episodes": (75000, 150000), "eval_every": (25000, 50000), "num_envs": (32, 128),
         "agent.opponent_after": ("self_play", "frozen")}
 
@@ -691,7 +735,7 @@ def test_dqn_444_value_selfplay_differs_from_the_value_player_in_its_budget_game
 def test_dqn_444_value_selfplay_decay_is_the_self_play_value_player_for_75000_games_with_falling_rates():
     decay = compose_config(["+experiment=dqn_444_value_selfplay_decay"])
     value = compose_config(["+experiment=dqn_444_value_player"])
-    assert {k: (v, value[k]) for k, v in decay.items() if value[k] != v} == {
+    assert differences(decay, value) == {
         "episodes": (75000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (75000, 0)}
 
@@ -724,7 +768,7 @@ def test_blocks_by_line_splits_the_block_suite_by_the_threatened_lines_orbit(exp
 def test_dqn_444_value_lines_is_the_falling_rate_value_player_at_30000_games_with_8_detectors_for_every_line():
     lines = compose_config(["+experiment=dqn_444_value_lines"])
     value = compose_config(["+experiment=dqn_444_value_player"])
-    assert {k: (v, value[k]) for k, v in lines.items() if value[k] != v} == {
+    assert differences(lines, value) == {
         "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (8, 4),
         "network.tie_lines": (True, False)}
@@ -733,7 +777,7 @@ def test_dqn_444_value_lines_is_the_falling_rate_value_player_at_30000_games_wit
 def test_dqn_444_value_d16_is_the_falling_rate_value_player_at_30000_games_with_16_detectors_a_line():
     d16 = compose_config(["+experiment=dqn_444_value_d16"])
     value = compose_config(["+experiment=dqn_444_value_player"])
-    assert {k: (v, value[k]) for k, v in d16.items() if value[k] != v} == {
+    assert differences(d16, value) == {
         "episodes": (30000, 150000), "num_envs": (32, 128), "agent.opponent_after": ("self_play", "frozen"),
         "agent.lr_final": (0.0001, 0.0), "agent.lr_decay_episodes": (30000, 0), "network.detectors": (16, 4)}
 

@@ -29,7 +29,7 @@ LAYERS = (
     ("harness", ("ttt.harness", "ttt.interop.envs", "ttt.web")),
     ("entry points", ENTRY_POINTS),
 )
-REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py"}
+REGISTRIES = {"PLAYERS": "players/__init__.py", "AGENTS": "agents/__init__.py", "PARTS": "agents/dqn/parts/__init__.py"}
 MAX_LINES = 500
 MAX_ROOT_MODULES = 15  # ttt/'s own .py files, __init__ included: the entry points and what all of ttt shares
 # modules over MAX_LINES, each to be split: the test fails when one is missing here or a new one appears
@@ -116,6 +116,36 @@ def test_registries_are_written_only_where_they_are_defined():
 def test_no_module_is_over_the_line_limit():
     long = {module_name(p) for p, _ in modules() if len(p.read_text().splitlines()) > MAX_LINES}
     assert long == OVER_MAX_LINES
+
+
+LEARNER = PACKAGE / "agents" / "dqn"
+MAX_FUNCTION_LINES, MAX_FUNCTION_IFS = 50, 6  # under the learner's package
+MAX_CORE_LINES = 300  # the core, the design's algorithm in one file (ttt/agents/dqn/trainer.py)
+
+
+def function_sizes(tree: ast.AST):
+    """``(name, first line, lines, if statements)`` of every function in ``tree``, nested ones too."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            ifs = sum(isinstance(n, ast.If) for n in ast.walk(node))
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1, ifs
+
+
+def test_the_learners_functions_are_short_and_branch_little():
+    big = [f"{path.relative_to(PACKAGE)}:{line} {name}: {lines} lines, {ifs} ifs"
+           for path in sorted(LEARNER.rglob("*.py"))
+           for name, line, lines, ifs in function_sizes(ast.parse(path.read_text()))
+           if lines > MAX_FUNCTION_LINES or ifs > MAX_FUNCTION_IFS]
+    assert not big, "\n".join(big)
+
+
+def test_the_function_size_check_sees_a_long_branching_function():
+    source = "def f(x):\n" + "".join(f"    if x == {i}:\n        x += 1\n" for i in range(7))
+    assert [(n, lines, ifs) for n, _, lines, ifs in function_sizes(ast.parse(source))] == [("f", 15, 7)]
+
+
+def test_the_core_fits_in_one_reading():
+    assert len((LEARNER / "trainer.py").read_text().splitlines()) <= MAX_CORE_LINES
 
 
 def test_the_root_of_the_package_holds_few_modules():

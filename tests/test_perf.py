@@ -40,7 +40,8 @@ def test_recipe_defaults_and_config():
     # the defaults the help names, and the config is the experiment file's, composed
     assert perf.parse_args(["device=cpu"])[3].recipe_envs == (128, 1024)
     cfg = perf.recipe_config()
-    assert cfg.game.name == "4x4x4" and cfg.agent.rank_labels == 512 and cfg.agent.play_threats == 3
+    assert cfg.game.name == "4x4x4" and cfg.agent.parts.labels.rank_labels == 512
+    assert cfg.agent.parts.rules.play_threats == 3
     assert cfg.num_envs == 128
 
 

@@ -1,4 +1,4 @@
-"""The rank head (``agent.rank_head``): a second output on the value network's trunk that only the
+"""The rank head (``agent.parts.labels.rank_head``): a second output on the value network's trunk that only the
 rank pairs train, so that the value head is trained by the TD(0) targets and the rules' labels alone."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from ttt.agents import load_player
 from ttt.agents.dqn import NO_RULES, Config, DQNPlayer, Rules, Trainer, rank_loss
 from ttt.agents.dqn.moves import move_scores
+from ttt.agents.dqn.settings import upgrade_agent
 from ttt.agents.dqn.td import td_loss
 from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ttt.config import ConfigError
@@ -34,7 +35,8 @@ RECIPE = dict(gamma=0.97, switch_episode=4, refresh_every=4, frozen_pool=2, froz
 def short_run(plies: int = 40, **agent) -> Trainer:
     """The recipe's trainer on 3x3, 4 games side by side, seed 0, after ``plies`` plies."""
     torch.manual_seed(0)
-    trainer = Trainer(make_game("3x3"), NETWORK, Config(**{**RECIPE, **agent}), 4, np.random.default_rng(0))
+    cfg = Config(**upgrade_agent({**RECIPE, **agent}))
+    trainer = Trainer(make_game("3x3"), NETWORK, cfg, 4, np.random.default_rng(0))
     for _ in range(plies):
         trainer.step()
     return trainer
@@ -124,7 +126,8 @@ def test_a_trainer_step_moves_the_rank_head_only_by_rank_pairs():
     rank = {k: v.clone() for k, v in trainer.net.rank.state_dict().items()}
     value = trainer.net.rest[2].weight.clone()
     boards = _boards(8).numpy()
-    trainer._update(boards, np.linspace(-1, 1, 8, dtype=np.float32), np.zeros(8, dtype=np.int64), [None])  # TD alone
+    trainer.part("labels").pairs = [None]  # no rank pairs: TD alone
+    trainer._update(boards, np.linspace(-1, 1, 8, dtype=np.float32), np.zeros(8, dtype=np.int64))  # TD alone
     assert all(torch.equal(rank[k], v) for k, v in trainer.net.rank.state_dict().items())
     assert not torch.equal(value, trainer.net.rest[2].weight)
     for _ in range(6):  # the recipe's plies: TD targets, rule labels and, once positions have threats, rank pairs
@@ -218,8 +221,8 @@ def test_resuming_with_a_head_the_checkpoint_lacks_is_one_line():
 
 
 def test_a_rank_head_needs_rank_pairs():
-    with pytest.raises(ConfigError, match="agent.rank_head=true.*agent.rank_labels"):
-        Config(rank_head=True)
+    with pytest.raises(ConfigError, match="agent.parts.labels.rank_head=true.*agent.parts.labels.rank_labels"):
+        Config(parts={"labels": {"rank_head": True}})
 
 
 if __name__ == "__main__":  # writes the reference weights (run with the code they should pin)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from test_benchmark import compose_benchmark
-from test_experiments import compose_config, network_differences
+from test_experiments import compose_config, flat, network_differences, with_part_defaults
 from test_play import compose_play
 
 import ttt.benchmark as bm
@@ -19,6 +19,7 @@ import ttt.play as tp
 from ttt.agents import load_player
 from ttt.agents.dqn.health import health
 from ttt.agents.dqn.player import checkpoint_rules
+from ttt.agents.dqn.settings import upgrade_agent
 from ttt.checkpoint import load_checkpoint
 from ttt.games import BatchedGames, random_legal_actions
 from ttt.games.exact import Rules
@@ -32,10 +33,13 @@ def test_the_shipped_player_is_the_experiments_network_and_settings_with_termina
     assert network_differences(payload["network"], "dqn_444_plain") == []
     assert checkpoint_rules(payload) == (Rules(wins=True, losses=False, forks=False, threats=0), 0.9)
     assert "rank_head" not in payload
-    agent = payload["config"]["agent"]
+    # its config records the flat settings of before the parts: read as today's (settings.upgrade_agent)
+    agent = with_part_defaults(flat(upgrade_agent(payload["config"]["agent"]), "agent."))
+    recipe = with_part_defaults(recipe)
     for key in ("gamma", "lr", "first_lr", "td_lambda", "loss", "optimizer", "opponent", "opponent_after",
-                "switch_episode", "refresh_every", "rule_labels", "rank_labels", "exact_losses"):
-        assert agent[key] == recipe[f"agent.{key}"], key
+                "switch_episode", "refresh_every", "parts.labels.rule_labels", "parts.labels.rank_labels",
+                "parts.rules.exact_losses"):
+        assert agent[f"agent.{key}"] == recipe[f"agent.{key}"], key
     final = json.loads((SHIPPED.parent / "final_eval.json").read_text())
     assert final["episodes"] >= recipe["episodes"] == 150000 and final["seed"] == 1
     assert "+experiment=dqn_444_plain" in final["command"]

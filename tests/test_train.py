@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import torch
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from ttt.agents.dqn import Trainer
+from ttt.agents.dqn import Config, Trainer
 from ttt.checkpoint import load_checkpoint
+from ttt.config import agent_settings
 from ttt.games import make_game
 from ttt.train import train
 
@@ -259,14 +261,21 @@ def test_train_help_is_short_and_says_how_to_see_an_experiments_config():
 def test_dqn_444_is_dqn_444_values_with_monte_carlo_value_targets(compose_train):
     # the value head learns outcomes (td_lambda 1) from its own games alone; the rank head orders the moves
     main, values = compose_train(["+experiment=dqn_444"]), compose_train(["+experiment=dqn_444_values"])
-    changed = {k: (values.agent[k], v) for k, v in main.agent.items() if values.agent[k] != v}
-    assert changed == {"td_lambda": (0.0, 1.0), "target_every": (500, 0)}
-    a = main.agent
+    changed = {k: (values.agent[k], v) for k, v in main.agent.items() if k != "parts" and values.agent[k] != v}
+    assert changed == {"td_lambda": (0.0, 1.0)}
+    # and the target network: dqn_444_values' target_every 500, none in dqn_444 (the old target_every 0)
+    assert values.agent.parts.target == {"target_every": 500} and "target" not in main.agent.parts
+    assert {**main.agent.parts, "target": values.agent.parts.target} == values.agent.parts
+    a = agent_settings(main.agent, Config).parts["labels"]
     assert a.rank_head and a.rank_labels > 0 and not a.rule_labels and a.random_labels == 0
     # the recipe shipped before keeps its name: rule labels, rank pairs on the value itself, TD(0)
     labels = compose_train(["+experiment=dqn_444_labels"]).agent
-    assert labels.rule_labels and not labels.rank_head and labels.td_lambda == 0.0
-    assert compose_train(["+experiment=dqn_444_rank_head"]).agent == {**labels, "rank_head": True}
+    settings = agent_settings(labels, Config)
+    assert settings.parts["labels"].rule_labels and not settings.parts["labels"].rank_head
+    assert settings.td_lambda == 0.0
+    headed = OmegaConf.to_container(labels)
+    headed["parts"]["labels"]["rank_head"] = True
+    assert OmegaConf.to_container(compose_train(["+experiment=dqn_444_rank_head"]).agent) == headed
 
 
 def test_dqn_444_on_4x4_is_the_dqn_444_recipe_on_4x4(compose_train):

@@ -87,7 +87,8 @@ def test_a_dqn_run_logs_the_network_alones_values_at_each_evaluation(compose_tra
     from ttt.train import train
 
     cfg = compose_train(["+experiment=dqn_33", "episodes=64", "eval_every=32", "eval_games=2",
-                         "agent.final_eval_games=2", "num_envs=8", "agent.random_labels=8"])
+                         "agent.final_eval_games=2", "num_envs=8",
+                         "++agent.parts.labels.random_labels=8"])
     train(cfg)
     (run,) = find_runs(tmp_path)
     for key in ("sign_agreement", "mae", "agreement_draw", "opening_median", "opening/cell_4", "one_move/forced_loss"):

@@ -215,7 +215,7 @@ def _read_json(path: Path) -> dict | None:
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
+    if isinstance(node, dict) and (node or not prefix):  # an empty dict is a value: e.g. a part without settings
         out: dict[str, Any] = {}
         for k, v in node.items():
             out.update(_flatten(v, f"{prefix}{k}."))
@@ -262,8 +262,11 @@ def load_resume(path: Path, cfg: Any, game: str, config: dict) -> tuple[dict, li
     ``config``, the run's resolved config, compared with the checkpoint's: ``config_changes``) and the
     changes that may be made; ConfigError for a change that alters the result or fewer episodes."""
     payload = load_checkpoint(path, kind=cfg.agent.name, game=game)
-    saved = payload.get("config")
-    retired = getattr(agent_module(cfg.agent.name), "RETIRED", {})
+    saved, module = payload.get("config"), agent_module(cfg.agent.name)
+    upgrade = getattr(module, "upgrade_agent", None)  # the learner reads its older configs as it reads them now
+    if upgrade is not None and isinstance(saved, dict) and isinstance(saved.get("agent"), dict):
+        saved, config = {**saved, "agent": upgrade(saved["agent"])}, {**config, "agent": upgrade(config["agent"])}
+    retired = getattr(module, "RETIRED", {})
     refused, free = config_changes(saved, config, retired) if isinstance(saved, dict) else (
         [], ["the checkpoint records no config: not compared"])
     if refused:

@@ -27,18 +27,19 @@ from ttt.agents.dqn.curriculum import OPPONENT_PHASES, OPPONENTS
 from ttt.agents.dqn.labels import rank_loss, rank_orders, rank_pairs, rule_targets
 from ttt.agents.dqn.loop import check, train, train_side_by_side
 from ttt.agents.dqn.moves import epsilon_greedy, selection_values
-from ttt.agents.dqn.player import DQNPlayer, network_alone, player_from_checkpoint
 from ttt.agents.dqn.parts import PARTS, Part, register
+from ttt.agents.dqn.player import DQNPlayer, network_alone, player_from_checkpoint
 from ttt.agents.dqn.settings import MOVED, RETIRED, Config, epsilon_at, training_rules, upgrade_agent
-from ttt.agents.dqn.td import Targets, example_weights, final_targets, lambda_targets, make_optimizer, td0_targets
 from ttt.agents.dqn.state import GAME_ARRAYS, TRAINER_ARRAYS
+from ttt.agents.dqn.td import Targets, example_weights, final_targets, lambda_targets, make_optimizer, td0_targets
 from ttt.agents.dqn.trainer import Trainer
 from ttt.games.exact import NO_RULES, Rules, rule_values
 
 USES_DEVICE = True  # runs on the run's device (ttt.train): games, networks, targets and opponents
 
-__all__ = ["GAME_ARRAYS", "MOVED", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "PARTS", "RETIRED", "TRAINER_ARRAYS", "USES_DEVICE",
-           "Config", "DQNPlayer", "Part", "Rules", "Targets", "Trainer", "check", "epsilon_at", "epsilon_greedy",
-           "example_weights", "final_targets", "lambda_targets", "make_optimizer", "network_alone", "selection_values",
-           "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "register", "rule_targets", "rule_values",
-           "td0_targets", "train", "train_side_by_side", "training_rules", "upgrade_agent"]
+__all__ = ["GAME_ARRAYS", "MOVED", "NO_RULES", "OPPONENTS", "OPPONENT_PHASES", "PARTS", "RETIRED", "TRAINER_ARRAYS",
+           "USES_DEVICE", "Config", "DQNPlayer", "Part", "Rules", "Targets", "Trainer", "check", "epsilon_at",
+           "epsilon_greedy", "example_weights", "final_targets", "lambda_targets", "make_optimizer", "network_alone",
+           "player_from_checkpoint", "rank_loss", "rank_orders", "rank_pairs", "register", "rule_targets",
+           "rule_values", "selection_values", "td0_targets", "train", "train_side_by_side", "training_rules",
+           "upgrade_agent"]

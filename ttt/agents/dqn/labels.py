@@ -110,7 +110,7 @@ def rank_loss(net: ValueNet, higher, lower, above=None):
     """Mean hinge loss ``max(0, RANK_MARGIN - (z(higher) - z(lower)))`` on the logits z of the value
     (values are tanh(z)): near -1 or +1 the values crowd together, their logits do not. With ``above``
     (``rank_pairs``), lower board i is paired with ``higher[above[i]]``. With a rank head
-    (``agent.rank_head``) z is that head's score (``ValueNet.rank_logit``), and the value head is not
+    (``agent.parts.labels.rank_head``) z is that head's score (``ValueNet.rank_logit``), and the value head is not
     trained by the hinge."""
     z = net.rank_logit(higher)
     return F.relu(RANK_MARGIN - ((z if above is None else z[above]) - net.rank_logit(lower))).mean()

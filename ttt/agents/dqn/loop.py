@@ -83,75 +83,97 @@ def _train(cfg: DictConfig, runs: list, seeds: list[int], side_by_side: bool) ->
         if run.resumed is not None:
             try:
                 trainer.load_state_dict(run.resumed["trainer"], r)
-            except CheckpointError as e:  # e.g. agent.rank_head set on a checkpoint trained without one
+            except CheckpointError as e:  # e.g. a rank head set on a checkpoint trained without one
                 raise CheckpointError(f"resume=true: {run.folder.resume_path}: {e}") from None
-    settings = trainer.settings
-    network = OmegaConf.to_container(cfg.network, resolve=True)
-    play_rules = player_rules(settings, trainer.rules)
-    # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
-    # final evaluation and the checkpoint use the trained player's whole rules, and when those differ
-    # the final evaluation is logged under eval_final/, so that the eval/ curves compare like with like
-    eval_rules = replace(play_rules, threats=0)
-    final_group = "eval" if eval_rules == play_rules else "eval_final"
-    total = int(cfg.episodes)
-    results: dict[int, dict] = {}
-
-    def player(r: int, final: bool = False) -> Recorded:
-        # its moves are kept: the evaluation measures defence and values in its games (eval/defence/, eval/values/auc)
-        return Recorded(DQNPlayer(game, trainer.nets[r], network, play_rules if final else eval_rules,
-                                  float(settings.gamma)))
-
-    def save(r: int, run) -> None:
-        net = trainer.nets[r]
-        save_checkpoint(run.checkpoint_path(), {
-            "kind": "dqn", "game": game.name, "config": run.config_dict(), "network": network,
-            "rules": asdict(play_rules), **heads_entry(net), "weights": trainer.weights(r),
-            "episodes": int(trainer.run_episodes[r]), "trainer": trainer.state_dict(r)})
-
-    def log(r: int, run, episode: int) -> str:
-        return log_scalars(run, trainer, r, episode, epsilon_at(settings, episode))
-
-    def finish(r: int, run) -> None:
-        done = int(trainer.run_episodes[r])
-        final = run.finish(lambda: player(r, final=True), done, lambda _: save(r, run),
-                           games=int(settings.final_eval_games), group=final_group)
-        trainer.retire(r)  # after the checkpoint: it holds the run's games as they are, to continue them
-        extra = {"command": run.command(), "seed": seeds[r], "network": network}
-        if side_by_side:
-            extra["seeds_side_by_side"] = len(seeds)
-        results[seeds[r]] = run.write_final(final, extra=extra)
-
-    for r, run in enumerate(runs):
-        run.start(int(trainer.run_episodes[r]), lambda r=r: player(r))
-        if trainer.run_episodes[r] >= total:
-            finish(r, run)
-    t0, said, start_games = time.perf_counter(), time.perf_counter(), trainer.episodes
+    group = _Group(cfg, trainer, runs, seeds, side_by_side)
+    group.start()
     while trainer.active.any():
         trainer.step()
-        stop = next((run._stop for run in runs if run._stop is not None), None)
+        group.tick()
+        group.say_progress()
+    return group.results
+
+
+class _Group:
+    """The runs of one ``Trainer`` on their own schedules (``ttt.harness.training.Run``): their players,
+    checkpoints, log lines and final evaluations."""
+
+    def __init__(self, cfg: DictConfig, trainer: Trainer, runs: list, seeds: list[int], side_by_side: bool) -> None:
+        self.cfg, self.trainer, self.runs, self.seeds, self.side_by_side = cfg, trainer, runs, seeds, side_by_side
+        self.settings, self.game = trainer.settings, runs[0].game
+        self.network = OmegaConf.to_container(cfg.network, resolve=True)
+        self.play_rules = player_rules(self.settings, trainer.rules)
+        # the periodic evaluations leave out the threat-chain rule (the costliest in move selection); the
+        # final evaluation and the checkpoint use the trained player's whole rules, and when those differ
+        # the final evaluation is logged under eval_final/, so that the eval/ curves compare like with like
+        self.eval_rules = replace(self.play_rules, threats=0)
+        self.final_group = "eval" if self.eval_rules == self.play_rules else "eval_final"
+        self.total = int(cfg.episodes)
+        self.results: dict[int, dict] = {}
+
+    def player(self, r: int, final: bool = False) -> Recorded:
+        # its moves are kept: the evaluation measures defence and values in its games (eval/defence/, eval/values/auc)
+        return Recorded(DQNPlayer(self.game, self.trainer.nets[r], self.network,
+                                  self.play_rules if final else self.eval_rules, float(self.settings.gamma)))
+
+    def save(self, r: int, run) -> None:
+        t = self.trainer
+        save_checkpoint(run.checkpoint_path(), {
+            "kind": "dqn", "game": self.game.name, "config": run.config_dict(), "network": self.network,
+            "rules": asdict(self.play_rules), **heads_entry(t.nets[r]), "weights": t.weights(r),
+            "episodes": int(t.run_episodes[r]), "trainer": t.state_dict(r)})
+
+    def log(self, r: int, run, episode: int) -> str:
+        return log_scalars(run, self.trainer, r, episode, epsilon_at(self.settings, episode))
+
+    def finish(self, r: int, run) -> None:
+        t = self.trainer
+        final = run.finish(lambda: self.player(r, final=True), int(t.run_episodes[r]), lambda _: self.save(r, run),
+                           games=int(self.settings.final_eval_games), group=self.final_group)
+        t.retire(r)  # after the checkpoint: it holds the run's games as they are, to continue them
+        extra = {"command": run.command(), "seed": self.seeds[r], "network": self.network}
+        if self.side_by_side:
+            extra["seeds_side_by_side"] = len(self.seeds)
+        self.results[self.seeds[r]] = run.write_final(final, extra=extra)
+
+    def start(self) -> None:
+        for r, run in enumerate(self.runs):
+            run.start(int(self.trainer.run_episodes[r]), lambda r=r: self.player(r))
+            if self.trainer.run_episodes[r] >= self.total:
+                self.finish(r, run)
+        self.t0 = self.said = time.perf_counter()
+        self.start_games = self.trainer.episodes
+
+    def tick(self) -> None:
+        """Each training run's schedule after a ply: evaluations, checkpoints, log lines; a run that has
+        played its games finishes. A stop (Ctrl-C, SIGTERM) reaches every run, then is raised."""
+        stop = next((run._stop for run in self.runs if run._stop is not None), None)
         interrupted = False
-        for r, run in enumerate(runs):
-            if not trainer.active[r]:
+        for r, run in enumerate(self.runs):
+            if not self.trainer.active[r]:
                 continue
             if stop is not None:
                 run._stop = stop
-            done = int(trainer.run_episodes[r])
+            done = int(self.trainer.run_episodes[r])
             try:
-                run.tick(done, lambda r=r: player(r), lambda _, r=r, run=run: save(r, run),
-                         lambda ep, r=r, run=run: log(r, run, ep))
+                run.tick(done, lambda r=r: self.player(r), lambda _, r=r, run=run: self.save(r, run),
+                         lambda ep, r=r, run=run: self.log(r, run, ep))
             except Interrupted:
                 interrupted = True
                 continue
-            if done >= total:
-                finish(r, run)
+            if done >= self.total:
+                self.finish(r, run)
         if interrupted:
             raise Interrupted()
-        now = time.perf_counter()
-        if side_by_side and cfg.progress and now - said >= 10.0:
-            said = now
-            eps = trainer.run_episodes[trainer.active]
-            rate = (trainer.episodes - start_games) / (now - t0)
-            print(f"[{len(seeds)} runs side by side] episodes {int(eps.min()) if len(eps) else total}-"
-                  f"{int(eps.max()) if len(eps) else total}/{total}, {int(trainer.active.sum())} training, "
-                  f"{rate:,.0f} games/s in all", file=sys.stderr, flush=True)
-    return results
+
+    def say_progress(self) -> None:
+        """Side by side, a line every 10 s: the runs' games so far and the games per second of them all."""
+        now, t = time.perf_counter(), self.trainer
+        if not (self.side_by_side and self.cfg.progress and now - self.said >= 10.0):
+            return
+        self.said = now
+        eps, total = t.run_episodes[t.active], self.total
+        rate = (t.episodes - self.start_games) / (now - self.t0)
+        print(f"[{len(self.seeds)} runs side by side] episodes {int(eps.min()) if len(eps) else total}-"
+              f"{int(eps.max()) if len(eps) else total}/{total}, {int(t.active.sum())} training, "
+              f"{rate:,.0f} games/s in all", file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """Move selection by afterstate values: one forward pass over every legal afterstate of a batch of
 games, the rules' exact values in place of the estimates they know (``ttt.games.exact.Rules``), and
 epsilon-greedy choice. The trainer, its frozen opponents and the trained player all choose this way.
-A network with a rank head (``agent.rank_head``) moves by that head's order where the rules are silent
+A network with a rank head (``agent.parts.labels.rank_head``) moves by that head's order where the rules are silent
 (``move_scores``); its values are still the value head's."""
 
 from __future__ import annotations

@@ -16,16 +16,19 @@ RETIRED = {"rank_hardest": (False, "09c6a2d"), "rank_higher": ("random", "09c6a2
            "rank_losses": ("hinge", "09c6a2d"), "label_threats": (0, "483e9c1"),
            "search_backup": (False, "483e9c1"), "reply_targets": (False, "483e9c1"),
            "learn_opponent_moves": (False, "483e9c1"), "rule_label_cap": (0, "483e9c1"),
-           "benchmark_safe": (True, "483e9c1")}
+           "benchmark_safe": (True, "483e9c1"), "greedy_bootstrap": (False, "06db1ca")}
 
 
-# settings that moved into a part (``agent.parts``): the old key -> (part, key); an old config (a checkpoint's,
-# a run folder's) is read through ``upgrade_agent``. symmetry_augment=true is the part ``symmetry`` itself.
-MOVED = {**{key: ("rules", key) for key in ("exact_losses", "exact_forks", "play_forks", "play_threats")},
-         **{key: ("labels", key) for key in ("rule_labels", "fork_defence_labels", "label_weight", "random_labels",
-                                             "search_labels", "rank_labels", "rank_moves", "rank_weight",
-                                             "rank_forced", "rank_head", "rank_moves_wins")},
-         "target_every": ("target", "target_every"), "symmetry_augment": ("symmetry", None)}
+# settings that moved into a part (``agent.parts``): the old key -> (part, key, its old default, at which the
+# part stayed off); an old config (a checkpoint's, a run folder's) is read through ``upgrade_agent``.
+# symmetry_augment=true is the part ``symmetry`` itself.
+MOVED = {**{key: ("rules", key, off) for key, off in (("exact_losses", False), ("exact_forks", False),
+                                                      ("play_forks", False), ("play_threats", 0))},
+         **{key: ("labels", key, off) for key, off in (
+             ("rule_labels", False), ("fork_defence_labels", 0), ("label_weight", 0.0), ("random_labels", 0),
+             ("search_labels", False), ("rank_labels", 0), ("rank_moves", 0), ("rank_weight", 1.0),
+             ("rank_forced", False), ("rank_head", False), ("rank_moves_wins", True))},
+         "target_every": ("target", "target_every", 0), "symmetry_augment": ("symmetry", None, False)}
 MOVED_AT = "1e784f4"  # the last commit whose agent settings hold them flat
 
 
@@ -77,24 +80,24 @@ class Config:
 
 
 def upgrade_agent(values: dict) -> dict:
-    """An agent config (a plain dict) with the settings that moved into parts (``MOVED``) moved there: a
-    part whose moved settings are all at their defaults is left out, as the flat settings left it off."""
+    """An agent config (a plain dict) as today's settings read it: the settings that moved into parts
+    (``MOVED``) moved there (a part whose moved settings all keep their defaults left out, as the flat
+    settings left it off), and every part's settings completed with its defaults, so that two configs of
+    the same run compare equal key by key (``ttt.harness.run_dir.config_changes``)."""
+    from ttt.agents.dqn.parts import settings_dict, table
     values = dict(values)
-    if not any(key in values for key in MOVED):
-        return values
-    from ttt.agents.dqn.parts import table
     parts = {name: dict(v or {}) for name, v in (values.get("parts") or {}).items()}
     for key in [k for k in values if k in MOVED]:
-        part, leaf = MOVED[key]
+        part, leaf, off = MOVED[key]
         value = values.pop(key)
-        if leaf is None:  # the part itself
-            if value:
-                parts.setdefault(part, {})
+        if value == off:
             continue
-        default = getattr(table()[part].Settings(), leaf)
-        if value != default or part in parts:
-            parts.setdefault(part, {})[leaf] = value
-    values["parts"] = parts
+        entry = parts.setdefault(part, {})
+        if leaf is not None:  # None: the part itself
+            entry[leaf] = value
+    known = table()
+    values["parts"] = {name: {**settings_dict(known[name].Settings()), **given} if name in known else given
+                       for name, given in parts.items()}
     return values
 
 

@@ -116,7 +116,7 @@ def td_loss(pred: torch.Tensor, target: torch.Tensor, loss: str, reduction: str 
 def example_weights(runs: torch.Tensor, td_count: int | None, k: int, label_weight: float) -> torch.Tensor:
     """Each example's weight in the loss, the sum of each run's own loss (``runs``: the run of each example).
     Without ``label_weight``: 1/n for each of a run's n examples, their mean. With ``label_weight`` w > 0 the
-    examples from ``td_count`` on (None: none) are labels (``agent.rule_labels``, ``random_labels``): a run's
+    examples from ``td_count`` on (None: none) are labels (part ``labels``: ``rule_labels``, ``random_labels``): a run's
     TD targets weigh 1/n_td each and its labels w/n_labels each, so its labels, however many, weigh w times
     its TD targets (a position under a threat has a label for nearly every move; their mean swamped the
     outcomes)."""

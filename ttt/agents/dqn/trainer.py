@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ttt.agents.dqn import curriculum, state
+from ttt.agents.dqn import curriculum
 from ttt.agents.dqn.curriculum import OPPONENT_PHASES
 from ttt.agents.dqn.health import Recent
 from ttt.agents.dqn.moves import epsilon_greedy_parts, move_scores
 from ttt.agents.dqn.parts import table
-from ttt.agents.dqn.settings import Config, epsilon_at, lr_scale_at, training_rules
+from ttt.agents.dqn.run_axis import RunAxis
+from ttt.agents.dqn.settings import Config, epsilon_at, training_rules
 from ttt.agents.dqn.state import TRACE_ARRAYS, TRAINER_ARRAYS
 from ttt.agents.dqn.td import (
     Targets,
@@ -34,8 +35,6 @@ from ttt.agents.dqn.td import (
     example_weights,
     final_targets,
     lambda_targets,
-    make_optimizer,
-    steps_stacks,
     td0_targets,
     td_loss,
 )
@@ -45,12 +44,12 @@ from ttt.games import BatchedGames, Game
 from ttt.games.arrays import arrays_for
 from ttt.games.exact import Rules
 from ttt.games.threats import MoveTactics, move_tactics
-from ttt.nets.runs import RowNets, add_grads_to_stacks, move_stacked_grads, stack_parameters
-from ttt.nets.structured import ValueNet, build_value_net
+from ttt.nets.runs import RowNets
+from ttt.nets.structured import ValueNet
 from ttt.players import BenchmarkPlayer
 
 
-class Trainer:
+class Trainer(RunAxis):
     """K runs (one by default) of ``num_envs`` training games each, each run with its learning network,
     optimiser, opponents and random stream, and the parts its settings name (``agent.parts``).
 
@@ -93,23 +92,6 @@ class Trainer:
             curriculum.refresh_frozen(self, r)
             curriculum.draw_opponents(self, r, self.games_of(r), self.xp.zeros(self.num_envs, "int64"))
 
-    def _new_net(self, network_cfg, seeds, r: int, options: dict) -> ValueNet:
-        if seeds is not None:  # as a run of that seed alone initialises its network
-            torch.manual_seed(int(seeds[r]))
-        return build_value_net(network_cfg, self.game, **options)
-
-    def _optimizers(self, settings: Config) -> None:
-        """One optimiser over every run's network (``td.make_optimizer``); several runs' parameters stacked."""
-        if self.k > 1:  # several runs: their parameters kept stacked, so that a call of all of them copies none
-            stack_parameters(self.nets)
-        self.optimizer = make_optimizer(settings, self.nets[0] if self.k == 1 else self.nets)
-        self.on_stacks = steps_stacks(settings, self.nets)  # the optimiser holds the stacks (plain SGD)
-        self.groups = len(make_optimizer(settings, self.nets[0]).param_groups)  # param groups of one run
-        self.merged = len(self.optimizer.param_groups) == self.groups  # one group per kind, unless each run's schedule
-        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups[:self.groups]]
-        self.loss_sum = torch.zeros(self.k, dtype=torch.float64, device=torch_device(self.device))
-        self.loss_count = np.zeros(self.k, dtype=np.int64)  # the TD loss summed where the network is, read when logged
-
     def _games(self, game: Game, b: int) -> None:
         """The K * b training games, their opponents and seats, and each learning seat's last afterstate."""
         xp, k = self.xp, self.k
@@ -137,52 +119,9 @@ class Trainer:
         self.recent = Recent(k, game.num_cells, xp)  # the learners' last positions, for the health figures
         self._live = None  # the games of the active runs, None while every run trains
 
-    # ---- one run's view (the single run's names)
-    @property
-    def net(self) -> ValueNet:
-        """The network of the first run (of the single run)."""
-        return self.nets[0]
-
-    @property
-    def rng(self):
-        """The random stream of the first run (of the single run)."""
-        return self.rngs[0]
-
-    @property
-    def pool(self) -> list[ValueNet]:
-        """The frozen copies of the first run (of the single run)."""
-        return self.pools[0]
-
-    @property
-    def episodes(self) -> int:
-        """Training games finished, all runs together (one run: its own)."""
-        return int(self.run_episodes.sum())
-
     def part(self, name: str):
         """The trainer's part ``name`` (``agent.parts``), None when the run does not use it."""
         return next((p for n, p in zip(self.settings.parts, self.parts, strict=True) if n == name), None)
-
-    def games_of(self, r: int) -> slice:
-        """The games of run ``r`` (a slice of the per-game arrays)."""
-        return slice(r * self.num_envs, (r + 1) * self.num_envs)
-
-    def each_run(self, rows):
-        """``(r, at)`` for each run with games among ``rows`` (ascending), in run order; ``at``: its slice of rows."""
-        if not len(rows):
-            return
-        if self.k == 1:
-            yield 0, slice(None)
-            return
-        bounds = np.searchsorted(self.xp.numpy(rows), np.arange(self.k + 1) * self.num_envs)
-        for r in range(self.k):
-            if bounds[r + 1] > bounds[r]:
-                yield r, slice(int(bounds[r]), int(bounds[r + 1]))
-
-    def scorer(self, rows, nets: list[ValueNet] | None = None):
-        """The networks ``nets`` (one per run; the learners' by default) as one, each of the games ``rows``
-        valued by its run's (``RowNets``); one run: its network itself."""
-        nets = self.nets if nets is None else nets
-        return nets[0] if self.k == 1 else RowNets(nets, self.run_of[rows])
 
     def phase(self, r: int = 0) -> str:
         """The opponent of run ``r``'s games that start now."""
@@ -204,12 +143,6 @@ class Trainer:
             return None
         g = self.games
         return move_tactics(g.board[rows], g.to_play[rows], g.legal_mask()[rows], self.game)
-
-    def retire(self, r: int) -> None:
-        """Run ``r`` has finished: its games stop, the other runs go on."""
-        self.active[r] = False
-        self.games.done[self.games_of(r)] = True
-        self._live = self.xp.asarray(self.active[self.xp.numpy(self.run_of)])
 
     # ---- one ply in every game: choose, play, targets, update, new games
     def step(self, actions=None) -> Targets:
@@ -327,22 +260,6 @@ class Trainer:
         self.loss_sum += losses
         self.loss_count += counts
 
-    def _step(self, loss, stepping: list[int]) -> None:
-        """Back-propagate ``loss`` and step the runs ``stepping``, each at its scheduled learning rates."""
-        self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
-        loss.backward()
-        if self.on_stacks:  # the optimiser steps the stacks: the parts' gradients to them
-            add_grads_to_stacks(self.nets, stepping)
-        elif self.k > 1:
-            move_stacked_grads(self.nets, stepping)
-        for r in stepping:
-            scale = lr_scale_at(self.settings, int(self.run_episodes[r]))
-            if scale != 1.0:  # a schedule: each group's rate from the settings, so a resumed run matches
-                groups = self.optimizer.param_groups[r * self.groups:(r + 1) * self.groups]
-                for group, lr in zip(groups, self.base_lrs, strict=True):
-                    group["lr"] = lr * scale
-        self.optimizer.step()
-
     def _next_games(self, ply: Ply, ended) -> None:
         """Remember the learners' afterstates; start new games where games ended, with their opponents."""
         g, xp = self.games, self.xp
@@ -361,27 +278,6 @@ class Trainer:
             curriculum.refresh_frozen(self, r)
             for part in self.parts:
                 part.games_ended(r)
-
-    def take_loss(self, r: int = 0) -> float:
-        """Mean TD loss of run ``r`` since the previous call (nan when there was no update)."""
-        count = int(self.loss_count[r])
-        mean = float(self.loss_sum[r]) / count if count else float("nan")
-        self.loss_sum[r] = 0.0
-        self.loss_count[r] = 0
-        return mean
-
-    def weights(self, r: int = 0) -> dict:
-        """Run ``r``'s network weights, a copy (side by side its parameters share the stacks' memory)."""
-        return {name: value.clone() for name, value in self.nets[r].state_dict().items()}
-
-    def state_dict(self, r: int = 0) -> dict:
-        """Everything run ``r`` needs to continue (``state.state_dict``; one format for every K)."""
-        return state.state_dict(self, r)
-
-    def load_state_dict(self, s: dict, r: int = 0) -> None:
-        """Continue run ``r`` from its ``state_dict``."""
-        state.load_state_dict(self, s, r)
-
 
 @dataclass
 class Ply:
