@@ -168,3 +168,19 @@ def test_a_shipped_checkpoints_flat_settings_are_todays_experiment(name, compose
     differ = {k for k in set(saved) | set(now) if saved.get(k) != now.get(k)}
     assert all(k in RETIRED and k not in now and saved[k] == RETIRED[k][0] for k in differ), differ
     assert saved["parts"] == now["parts"]
+
+
+def test_resuming_compares_old_flat_settings_with_todays_parts():
+    """A run folder written before the parts holds its settings flat: resumed, they compare equal to the same
+    settings in their parts, and a part taken away (here the symmetric images) is a change that is refused."""
+    from ttt.agents.dqn import upgrade_agent
+    from ttt.harness.run_dir import config_changes
+
+    saved = {"agent": upgrade_agent({"lr": 0.001, "rank_labels": 512, "rank_weight": 0.5, "symmetry_augment": True,
+                                     "target_every": 0, "exact_losses": False})}
+    now = {"agent": upgrade_agent({"lr": 0.001, "parts": {"labels": {"rank_labels": 512, "rank_weight": 0.5},
+                                                          "symmetry": {}}})}
+    assert config_changes(saved, now) == ([], [])
+    del now["agent"]["parts"]["symmetry"]
+    refused, _ = config_changes(saved, now)
+    assert refused == ["agent.parts.symmetry {} -> (not set)"]
