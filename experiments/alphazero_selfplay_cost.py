@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from ttt.cli import exit_on_help, run_cli
+from ttt.cli import exit_on_help, key_values, run_cli
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "configs" / "experiment"
 DEFAULTS = {"games": "50", "repeats": "3", "seed": "0", "experiment": "alphazero_444", "shares": ""}
@@ -47,12 +47,7 @@ PARTS = (
 
 def settings(argv: list[str]) -> dict[str, str]:
     """The ``key=value`` arguments over ``DEFAULTS``; a one-line ValueError for a bad one."""
-    out = dict(DEFAULTS)
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in DEFAULTS:
-            raise ValueError(f"{arg!r}: give key=value with a key of {', '.join(DEFAULTS)} (see --help)")
-        out[key] = value
+    out = key_values(argv, DEFAULTS)
     for key, least in (("games", 1), ("repeats", 1), ("seed", 0)):
         if not out[key].strip().isdigit() or int(out[key]) < least:
             raise ValueError(f"{key}={out[key]}: give a whole number >= {least}")

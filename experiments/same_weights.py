@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ttt.cli import exit_on_help
+from ttt.cli import exit_on_help, key_values, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = {"commit": "29c68a5", "games": "512", "atol": "1e-6", "runs": "1,2", "overrides_then": "",
@@ -62,17 +62,16 @@ np.savez(out, **weights)
 
 def parse(argv: list[str]) -> dict[str, str]:
     """The options of ``argv`` (``KEY=VALUE``); ValueError naming a bad one."""
-    opts = dict(DEFAULTS)
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if not eq or key not in DEFAULTS:
-            raise ValueError(f"bad argument {arg!r}; known: {', '.join(DEFAULTS)} (KEY=VALUE)")
-        opts[key] = value
+    opts = key_values(argv, DEFAULTS)
     for key in ("games", "atol"):
         if not float(opts[key]) > 0:
             raise ValueError(f"{key}={opts[key]}: must be > 0")
     if not set(opts["runs"].split(",")) <= {"1", "2"}:
         raise ValueError(f"runs={opts['runs']}: 1, 2 or 1,2")
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{opts['commit']}^{{commit}}"], cwd=ROOT,
+                           capture_output=True)
+    if known.returncode:
+        raise ValueError(f"commit={opts['commit']}: not a commit of {ROOT}")
     return opts
 
 
@@ -85,11 +84,12 @@ def train(checkout: Path, out: Path, opts: dict[str, str], overrides: str) -> di
 
 def main(argv: list[str]) -> int:
     exit_on_help(argv, __doc__, needed=False)
-    try:
-        opts = parse(argv)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_cli(compare, argv)
+
+
+def compare(argv: list[str]) -> int:
+    """Train and compare as ``argv`` says; print a line a comparison; 1 if any differs, else 0."""
+    opts = parse(argv)
     with tempfile.TemporaryDirectory() as tmp:
         then = Path(tmp) / "then"
         subprocess.run(["git", "worktree", "add", "--detach", str(then), opts["commit"]], cwd=ROOT, check=True,

@@ -22,18 +22,13 @@ import sys
 import tempfile
 import time
 
-from ttt.cli import exit_on_help
+from ttt.cli import exit_on_help, key_values
 
 DEFAULTS = {"games": "10", "agent": "checkpoint:dqn_444", "board": "4x4x4", "port": "8765", "cores": "0"}
 
 
 def settings(argv: list[str]) -> dict[str, str]:
-    out = dict(DEFAULTS)
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if not eq or key not in DEFAULTS:
-            raise ValueError(f"{arg!r}: give key=value with a key of {', '.join(DEFAULTS)}")
-        out[key] = value
+    out = key_values(argv, DEFAULTS)
     if not out["games"].isdigit() or int(out["games"]) < 1:
         raise ValueError(f"games={out['games']}: a positive whole number")
     return out

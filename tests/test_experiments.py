@@ -830,7 +830,7 @@ BAD_INPUT = {
     "defence_counterfactual": [["MISSING"], ["checkpoints/dqn_444", "games=0"], ["EMPTY"]],
     "fit_one_move_labels": [["--network", "MISSING"], ["--steps", "0"]],
     "move_errors": [["MISSING/checkpoint.pt", "--games", "2"], ["random", "--games", "0"], ["random", "--games", "x"]],
-    "same_weights": [["games=0"], ["commits=29c68a5"], ["runs=3"]],
+    "same_weights": [["games=0"], ["commits=29c68a5"], ["runs=3"], ["commit=nothing"]],
     "serve_latency": [["games=0"], ["port"]],
     "strength_per_cpu": [["x=MISSING"], ["no_label_here"]],
     "summarize": [["MISSING"], ["EMPTY", "format=none"], ["EMPTY"]],

@@ -73,6 +73,18 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
+def key_values(argv: list[str], defaults: dict[str, str]) -> dict[str, str]:
+    """The ``key=value`` arguments of a script over its ``defaults`` (every key one of theirs); a one-line
+    ValueError naming a bad argument and the known keys."""
+    out = dict(defaults)
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in defaults:
+            raise ValueError(f"{arg!r}: give key=value with a key of {', '.join(defaults)} (see --help)")
+        out[key] = value
+    return out
+
+
 def full_errors() -> bool:
     """Whether tracebacks were asked for (``HYDRA_FULL_ERROR=1``)."""
     return os.environ.get("HYDRA_FULL_ERROR") == "1"
