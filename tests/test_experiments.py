@@ -572,6 +572,8 @@ def test_dqn_444_plain_is_the_plain_learner_and_differs_from_dqn_444_in_those_in
             a["benchmark_fraction"]) == ("random", 5000, "frozen", 500, 1, 0.0)
     assert differences(main, plain) == INGREDIENTS
     assert parts_named(plain) == {"symmetry"} and parts_named(main) == {"rules", "labels", "symmetry"}
+    # the core's settings alone, and one of them names the parts: what a reader of the plain learner sees
+    assert len({k.split(".")[1] for k in plain if k.startswith("agent.")}) == 22
 
 
 def test_dqn_444_value_player_differs_from_dqn_444_in_its_head_labels_and_shared_detectors_alone():
