@@ -124,10 +124,11 @@ MAX_CORE_LINES = 300  # the core, the design's algorithm in one file (ttt/agents
 
 
 def function_sizes(tree: ast.AST):
-    """``(name, first line, lines, if statements)`` of every function in ``tree``, nested ones too."""
+    """``(name, first line, lines, ifs)`` of every function in ``tree``, nested ones too; ``ifs`` counts ``if``
+    statements and ``x if c else y`` expressions alike."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            ifs = sum(isinstance(n, ast.If) for n in ast.walk(node))
+            ifs = sum(isinstance(n, (ast.If, ast.IfExp)) for n in ast.walk(node))  # statements and expressions
             yield node.name, node.lineno, node.end_lineno - node.lineno + 1, ifs
 
 
@@ -140,8 +141,9 @@ def test_the_learners_functions_are_short_and_branch_little():
 
 
 def test_the_function_size_check_sees_a_long_branching_function():
-    source = "def f(x):\n" + "".join(f"    if x == {i}:\n        x += 1\n" for i in range(7))
-    assert [(n, lines, ifs) for n, _, lines, ifs in function_sizes(ast.parse(source))] == [("f", 15, 7)]
+    ifs = "".join(f"    if x == {i}:\n        x += 1\n" for i in range(6))
+    source = "def f(x):\n" + ifs + "    return 1 if x else 0\n"
+    assert [(n, lines, ifs) for n, _, lines, ifs in function_sizes(ast.parse(source))] == [("f", 14, 7)]
 
 
 def test_the_core_fits_in_one_reading():

@@ -91,17 +91,7 @@ def opponent_moves(trainer, rows, chosen) -> None:
     opponents = trainer.opponent[rows]
     bench = rows[opponents == OPPONENT_PHASES["benchmark"]]
     choice = trainer.benchmark.choices(g) if len(bench) else None
-    frozen = rows[opponents == OPPONENT_PHASES["frozen"]]
-    # each frozen copy picks its own best move: the argmax of its afterstate values (or its rank head's
-    # order), same rules; the copies of slot i of every run valued in one call
-    slots = []
-    for i in range(max(len(p) for p in trainer.pools) if len(frozen) else 0):
-        pick = frozen[trainer.pool_index[frozen] == i]
-        if len(pick):
-            nets = [p[i] if i < len(p) else None for p in trainer.pools]
-            order = move_scores(trainer.scorer(pick, nets), g, pick, trainer.rules, trainer.tactics(pick),
-                                gamma=float(trainer.settings.gamma))[0]
-            slots.append((pick, order, dict(trainer.each_run(pick))))  # run -> its games among pick
+    slots = _frozen_orders(trainer, rows[opponents == OPPONENT_PHASES["frozen"]])
     for r, at in trainer.each_run(rows):
         rng, mine = trainer.rngs[r], rows[at]
         kinds = opponents[at]
@@ -115,6 +105,21 @@ def opponent_moves(trainer, rows, chosen) -> None:
         for pick, order, parts in slots:
             if r in parts:
                 chosen[pick[parts[r]]] = epsilon_greedy(order[parts[r]], trainer.settings.frozen_epsilon, rng, xp)
+
+
+def _frozen_orders(trainer, frozen) -> list:
+    """Each frozen copy picks its own best move: the argmax of its afterstate values (or its rank head's
+    order), same rules. The copies of slot i of every run valued in one call: ``(games, order, {run: its
+    games among them})`` per slot with games in ``frozen``."""
+    slots = []
+    for i in range(max(len(p) for p in trainer.pools) if len(frozen) else 0):
+        pick = frozen[trainer.pool_index[frozen] == i]
+        if len(pick):
+            nets = [p[i] if i < len(p) else None for p in trainer.pools]
+            order = move_scores(trainer.scorer(pick, nets), trainer.games, pick, trainer.rules,
+                                trainer.tactics(pick), gamma=float(trainer.settings.gamma))[0]
+            slots.append((pick, order, dict(trainer.each_run(pick))))
+    return slots
 
 
 def log_scalars(run, trainer, r: int, episode: int, epsilon: float) -> str:

@@ -135,6 +135,16 @@ def steps_stacks(settings, nets) -> bool:
         and parameter_stacks(nets) is not None
 
 
+def _groups(settings, nets: list[torch.nn.Module]) -> tuple[list, list[float]]:
+    """Per network its parameters by group, and each group's learning rate: the first (line-detector)
+    layer at ``first_lr`` and the rest at ``lr`` when ``first_lr`` is set, else one group at ``lr``."""
+    if settings.first_lr <= 0:
+        return [[list(net.parameters())] for net in nets], [settings.lr]
+    # the rest in order of named_parameters: rest., then rank.
+    return ([[list(net.first.parameters()), [p for name, p in net.named_parameters() if not name.startswith("first.")]]
+             for net in nets], [settings.first_lr, settings.lr])
+
+
 def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> torch.optim.Optimizer:
     """SGD or Adam at ``settings.lr``; the first layer's parameters at ``settings.first_lr`` when that is
     set (> 0). Given several networks (runs side by side), one optimiser over all of them: every
@@ -143,14 +153,7 @@ def make_optimizer(settings, nets: torch.nn.Module | list[torch.nn.Module]) -> t
     rest), or with a falling learning rate (``lr_final``, each network's rate on its own schedule)
     each network has groups of its own, one network's after another."""
     many = isinstance(nets, list) and len(nets) > 1
-    kinds = []  # per network: its parameters by group
-    for net in nets if isinstance(nets, list) else [nets]:
-        if settings.first_lr > 0:
-            rest = [p for name, p in net.named_parameters() if not name.startswith("first.")]  # rest., then rank.
-            kinds.append([list(net.first.parameters()), rest])
-        else:
-            kinds.append([list(net.parameters())])
-    lrs = [settings.first_lr, settings.lr] if settings.first_lr > 0 else [settings.lr]
+    kinds, lrs = _groups(settings, nets if isinstance(nets, list) else [nets])
     if many and not lr_schedule(settings):
         kinds = [[[p for mine in kinds for p in mine[j]] for j in range(len(lrs))]]
     stacked = steps_stacks(settings, nets)
