@@ -150,7 +150,14 @@ def test_old_flat_settings_are_read_into_their_parts():
     assert (parts["labels"]["rank_labels"], parts["labels"]["rank_weight"], parts["symmetry"]) == (512, 0.5, {})
     assert upgrade_agent({"target_every": 25})["parts"] == {"target": {"target_every": 25}}
     assert upgrade_agent({"symmetry_augment": False, "rule_labels": False})["parts"] == {}
-    assert set(MOVED) == {f"{k}" for k in MOVED} and len(MOVED) == 17
+    # every moved key names its part, and the part has the key (the symmetric images: the part itself)
+    assert {k: part for k, (part, _, _) in MOVED.items()} == {
+        **dict.fromkeys(("exact_losses", "exact_forks", "play_forks", "play_threats"), "rules"),
+        **dict.fromkeys(("rule_labels", "fork_defence_labels", "label_weight", "random_labels", "search_labels",
+                         "rank_labels", "rank_moves", "rank_weight", "rank_forced", "rank_head", "rank_moves_wins"),
+                        "labels"),
+        "target_every": "target", "symmetry_augment": "symmetry"}
+    assert all(leaf is None or hasattr(table()[part].Settings(), leaf) for part, leaf, _ in MOVED.values())
 
 
 @pytest.mark.parametrize("name", ["dqn_444", "dqn_444_plain", "dqn_444_value_d16"])

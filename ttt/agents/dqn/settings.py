@@ -3,7 +3,7 @@ each default), and what follows from them alone: the move-selection rules and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ttt.agents.dqn.curriculum import OPPONENTS
@@ -84,7 +84,7 @@ def upgrade_agent(values: dict) -> dict:
     (``MOVED``) moved there (a part whose moved settings all keep their defaults left out, as the flat
     settings left it off), and every part's settings completed with its defaults, so that two configs of
     the same run compare equal key by key (``ttt.harness.run_dir.config_changes``)."""
-    from ttt.agents.dqn.parts import settings_dict, table
+    from ttt.agents.dqn.parts import table
     values = dict(values)
     parts = {name: dict(v or {}) for name, v in (values.get("parts") or {}).items()}
     for key in [k for k in values if k in MOVED]:
@@ -96,7 +96,7 @@ def upgrade_agent(values: dict) -> dict:
         if leaf is not None:  # None: the part itself
             entry[leaf] = value
     known = table()
-    values["parts"] = {name: {**settings_dict(known[name].Settings()), **given} if name in known else given
+    values["parts"] = {name: {**asdict(known[name].Settings()), **given} if name in known else given
                        for name, given in parts.items()}
     return values
 
@@ -106,18 +106,18 @@ Config.upgrade = staticmethod(upgrade_agent)  # read by ttt.config.agent_setting
 
 def training_rules(settings: Config) -> Rules:
     """The rules of move selection while training: the core's exact wins, and what the parts add (``rules``)."""
-    from ttt.agents.dqn.parts import table
-    rules = Rules(bool(settings.exact_wins))
-    for name, part in settings.parts.items():
-        rules = table()[name].rules(part, rules)
-    return rules
+    return _through_parts(settings, "rules", Rules(bool(settings.exact_wins)))
 
 
 def player_rules(settings: Config, rules: Rules) -> Rules:
     """The trained player's rules (evaluations, checkpoint), from the training ``rules`` and the parts."""
+    return _through_parts(settings, "player_rules", rules)
+
+
+def _through_parts(settings: Config, hook: str, rules: Rules) -> Rules:
     from ttt.agents.dqn.parts import table
     for name, part in settings.parts.items():
-        rules = table()[name].player_rules(part, rules)
+        rules = getattr(table()[name], hook)(part, rules)
     return rules
 
 

@@ -66,7 +66,6 @@ def state_dict(t, r: int) -> dict:
         "weights": t.weights(r),
         "optimizer": run_optimizer(t, r).state_dict(),
         "pool": [f.state_dict() for f in t.pools[r]],
-        "target": None, "label_games": None,  # the parts' keys, for the checkpoints of older versions
         "frozen_taken_at": int(t.frozen_taken_at[r]),
         "frozen_refreshes": int(t.frozen_refreshes[r]),
         "episodes": int(t.run_episodes[r]),

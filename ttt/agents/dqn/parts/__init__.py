@@ -19,7 +19,7 @@ does nothing. Adding a learning rule is one new file with its ``Part`` and one l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ttt.config import ConfigError, check_known_keys
 
@@ -142,7 +142,3 @@ def part_settings(parts: dict) -> dict:
         out[name] = part.Settings(**values)
     return out
 
-
-def settings_dict(settings) -> dict:
-    """A part's ``Settings`` as a plain dict (what a config holds)."""
-    return {f.name: getattr(settings, f.name) for f in fields(settings)}
