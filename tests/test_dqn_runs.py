@@ -235,41 +235,6 @@ def test_row_nets_value_each_row_by_its_own_network_with_its_own_gradients(netwo
     assert torch.equal(one(x), nets[1](x))
 
 
-@pytest.mark.parametrize("rank_head", [False, True])
-def test_few_legal_moves_value_only_the_legal_afterstates_as_every_cells_pass_does(rank_head):
-    """On a board with gravity at most 16 of the 64 cells are legal: networks side by side then build and value
-    the legal afterstates alone, and so does ``afterstate_logits`` (the health figures). Both give what the
-    pass over every cell's afterstate gives (``afterstate_heads``), -inf off the legal cells."""
-    from ttt.games.threats import playable
-    from ttt.nets.structured import AfterstateScores
-
-    game = make_game("4x4x4_gravity")
-    nets = []
-    for seed in (0, 1, 2):
-        torch.manual_seed(seed)
-        nets.append(build_value_net(OmegaConf.create({**PAPER_NET, "bias": True}), game, rank_head=rank_head))
-    rng = np.random.default_rng(0)
-    boards = np.zeros((7, 64), dtype=np.int8)
-    for b in boards:  # positions reached by random legal moves, some with full columns
-        for ply in range(int(rng.integers(0, 40))):
-            cells = np.flatnonzero(playable(b[None], game)[0])
-            b[rng.choice(cells)] = 1 if ply % 2 == 0 else -1
-    x = torch.as_tensor(boards, dtype=torch.float32)
-    legal = torch.as_tensor(playable(boards, game))
-    assert 4 * int(legal.sum(-1).max()) <= 64 and int(legal.sum(-1).min()) < int(legal.sum(-1).max())
-    groups = np.array([2, 0, 2, 1, 0, 1, 2])
-    values, ranks = RowNets(nets, groups).afterstate_scores(x, legal)
-    tol = {"rtol": 1e-5, "atol": 1e-6}
-    for i, g in enumerate(groups):
-        every_cell = AfterstateScores._afterstates(nets[g], x[i:i + 1], legal[i:i + 1], rank_head)
-        torch.testing.assert_close(values[i], every_cell[0][0], **tol)
-        if rank_head:
-            torch.testing.assert_close(ranks[i], every_cell[1][0], **tol)
-        assert torch.isinf(values[i][~legal[i]]).all() and torch.isfinite(values[i][legal[i]]).all()
-    logits = nets[0].afterstate_logits(x, legal)
-    torch.testing.assert_close(logits, AfterstateScores.afterstate_logits(nets[0], x, legal), **tol)
-
-
 def test_a_run_without_targets_in_a_ply_does_not_step():
     """Adam moves a parameter whose gradient is zero (its moments decay); a run with no training example in
     an update must not move at all, as one run alone skips the step of such a ply, while the others step

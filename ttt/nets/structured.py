@@ -187,15 +187,7 @@ class StructuredLayer(nn.Module):
                 unit = torch.arange(num_lines * d, device=blocks.device).view(num_lines, 1, d)
                 at = self._stacked_at = (unit * self.num_inputs + self.lines.unsqueeze(-1)).reshape(-1)
         size = num_lines * d * self.num_inputs
-        flat = blocks.reshape(blocks.shape[0], -1)
-        if torch.is_grad_enabled() and blocks.requires_grad:
-            dense = blocks.new_zeros(blocks.shape[0], size).index_copy_(1, at, flat)
-        else:  # no gradient to keep: one buffer, zero off the blocks, refilled in place (move selection)
-            dense = getattr(self, "_stacked_buffer", None)
-            if dense is None or dense.shape != (blocks.shape[0], size) or dense.device != blocks.device \
-                    or dense.dtype != blocks.dtype or dense.is_inference() != torch.is_inference_mode_enabled():
-                dense = self._stacked_buffer = blocks.new_zeros(blocks.shape[0], size)
-            dense.index_copy_(1, at, flat)
+        dense = blocks.new_zeros(blocks.shape[0], size).index_copy_(1, at, blocks.reshape(blocks.shape[0], -1))
         return dense.view(-1, num_lines * d, self.num_inputs)
 
     def extra_repr(self) -> str:
@@ -270,49 +262,6 @@ class ValueNet(AfterstateScores, nn.Module):
         if not isinstance(self.rest[-1], nn.Tanh):
             raise ValueError("logit needs a network whose output unit is a Tanh (build_value_net)")
         return self.rest[:-1](self.act(self.first(x))).squeeze(-1)
-
-    def _afterstates(self, boards: torch.Tensor, legal: torch.Tensor,
-                     ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``AfterstateScores._afterstates``; for K stacked networks (``ttt.nets.runs``) with few legal moves,
-        only the legal afterstates are valued (``_legal_heads``)."""
-        if getattr(self.first, "stacked", False) and self._few_moves(legal):
-            logits, rank = self._legal_heads(boards, legal, ranks)
-            return torch.tanh(logits).masked_fill(~legal, float("-inf")), rank
-        return super()._afterstates(boards, legal, ranks)
-
-    def afterstate_logits(self, boards: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """``AfterstateScores.afterstate_logits``; with few legal moves only the legal afterstates are valued."""
-        if self._few_moves(legal):
-            return self._legal_heads(boards, legal, False)[0]
-        return super().afterstate_logits(boards, legal)
-
-    @staticmethod
-    def _few_moves(legal: torch.Tensor) -> bool:
-        """At most a quarter of the cells legal in every position, as on a board with gravity: then valuing
-        the legal afterstates alone costs less than every cell's at once (``afterstate_heads``)."""
-        return 4 * int(legal.sum(-1).max()) <= legal.shape[-1]
-
-    def _legal_heads(self, boards: torch.Tensor, legal: torch.Tensor,
-                     ranks: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The value head's logits and the rank head's scores (when ``ranks``) at the legal afterstates of
-        (..., cells) boards, -inf elsewhere: each afterstate built and sent through the network."""
-        count = legal.sum(-1)
-        width = max(int(count.max()), 1)
-        order = torch.sort((~legal).to(torch.int8), dim=-1, stable=True).indices[..., :width]  # legal cells first
-        valid = torch.arange(width, device=legal.device) < count.unsqueeze(-1)  # (..., width)
-        after = boards.unsqueeze(-2).repeat(*(1,) * (boards.dim() - 1), width, 1)  # a piece on each legal cell
-        after.scatter_(-1, order.unsqueeze(-1), valid.unsqueeze(-1).to(after.dtype))
-        x = after.flatten(-3, -2) if after.dim() > 3 else after.flatten(0, 1)
-        first = self.first
-        if isinstance(first, StructuredLayer) and not first.stacked and not first.playable:
-            # many rows: one matrix product with the zero-padded weight beats L products of k x D blocks
-            h = self.rest[:-2](self.act(F.linear(x, first.dense_weight(), first.biases())))
-        else:
-            h = self.trunk(x)
-        heads = [self.rest[-2](h)] + ([self.rank(h)] if ranks else [])
-        outs = [boards.new_full(boards.shape, float("-inf")).scatter_(
-            -1, order, torch.where(valid, o.view(valid.shape), float("-inf"))) for o in heads]
-        return outs[0], (outs[1] if ranks else None)
 
     def _output_unit(self) -> nn.Linear:
         """The value head's output unit, the Linear under its Tanh."""

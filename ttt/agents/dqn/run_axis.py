@@ -94,9 +94,7 @@ class RunAxis:
 
     def _step(self, loss, stepping: list[int]) -> None:
         """Back-propagate ``loss`` and step the runs ``stepping``, each at its scheduled learning rates."""
-        for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True) without its per-call wrapping
-            for p in group["params"]:
-                p.grad = None  # a run without targets keeps no gradient: it does not step
+        self.optimizer.zero_grad(set_to_none=True)  # a run without targets keeps no gradient: it does not step
         loss.backward()
         if self.on_stacks:  # the optimiser steps the stacks: the parts' gradients to them
             add_grads_to_stacks(self.nets, stepping)
