@@ -249,61 +249,6 @@ def test_decisive_leaves_value_two_threats_as_lost_as_mcts_does():
     assert (reference.W[0, 0] == 0).all()
 
 
-def test_root_values_are_the_searchs_value_from_the_movers_view():
-    """``root_values`` is the mean result of a root's simulations from its mover's view. With the decisive check
-    and a network that says 0 everywhere: where the mover can complete a line, every move that does so is a win
-    at its first visit and the search settles on one, so the root's value nears +1; where the mover faces two
-    winning cells, every move is found lost (-1 exactly); and on the empty board with the value head at 0.3,
-    20 simulations try 20 moves once each and back up -0.3, the opponent's 0.3 from the mover's view."""
-    game = make_game("4x4x4")
-    win = np.zeros(64, dtype=np.int8)
-    win[[0, 1, 2]], win[[21, 26, 38]] = 1, -1  # the first player, to move, completes 0-3 at cell 3
-    lost = np.zeros(64, dtype=np.int8)
-    lost[[60, 61, 62, 0, 16, 32]], lost[[1, 6, 27, 9, 35, 38]] = -1, 1  # the second player threatens 63 and 48
-    for board in (win, lost):
-        assert (board == 1).sum() == (board == -1).sum()
-    assert completing_moves(win[None], np.array([1]), (win == 0)[None], game).any()
-    assert not completing_moves(lost[None], np.array([1]), (lost == 0)[None], game).any()
-    assert completing_moves(lost[None], np.array([-1]), (lost == 0)[None], game).sum() == 2
-    trees = ArrayTrees(game, np.stack([win, lost]), np.array([1, 1], dtype=np.int8), np.array([6, 12]), 200,
-                       decisive=True)
-    search_arrays(ConstantNet(64, 0.0), trees, 1.5)
-    q = trees.root_values()
-    assert q[0] > 0.8 and q[1] == -1.0
-    plain = ArrayTrees(game, np.zeros((1, 64), dtype=np.int8), np.array([1], dtype=np.int8), np.array([0]), 20)
-    search_arrays(ConstantNet(64, 0.3), plain, 1.5)  # 20 of 64 moves, each tried once (an untried one scores more)
-    np.testing.assert_allclose(plain.root_values(), [-0.3])
-
-
-def test_value_targets_and_the_cosine_learning_rate():
-    from ttt.agents.alphazero import Config, lr_at, value_target
-    from ttt.config import ConfigError
-
-    assert [value_target(1.0, 0.5, k) for k in ("outcome", "search", "mix")] == [1.0, 0.5, 0.75]
-    assert value_target(-1.0, 0.2, "mix") == pytest.approx(-0.4)
-    cfg = Config(lr=0.002, lr_schedule="cosine")
-    assert [lr_at(cfg, d, 1000) for d in (0, 500, 1000, 2000)] == pytest.approx([0.002, 0.0011, 0.0002, 0.0002])
-    assert lr_at(Config(lr=0.002), 700, 1000) == 0.002
-    with pytest.raises(ConfigError, match="value_target"):
-        Config(value_target="q")
-
-
-def test_self_play_with_the_search_value_as_target_gives_each_roots_value():
-    """``value_target=search``: an example's target is its root's search value, not the game's result, so
-    the targets vary within a game; ``mix`` is the mean of the two, example by example."""
-    from ttt.agents.alphazero import Config
-
-    game = make_game("3x3")
-    torch.manual_seed(0)
-    net = PolicyValueNet(game, "mlp", [16]).eval()
-    runs = {k: self_play(net, game, 4, Config(simulations=16, value_target=k), np.random.default_rng(3))
-            for k in ("outcome", "search", "mix")}
-    z, q, mix = ([e[3] for e in runs[k]] for k in ("outcome", "search", "mix"))
-    assert len(z) == len(q) == len(mix) and set(z) <= {-1.0, 0.0, 1.0}
-    assert len(set(q)) > 3 and all(-1 <= v <= 1 for v in q)
-    np.testing.assert_allclose(mix, 0.5 * (np.array(z) + np.array(q)))
-
-
 class PerLeafMaskEvaluator(NetworkEvaluator):
     """The leaf evaluator as first written: the legal mask filled one leaf at a time, a tensor per leaf."""
 

@@ -93,16 +93,11 @@ class Config:
     policy_head: str = "dense"  # "lines": the line detectors also reach their cells' logits (PolicyValueNet)
     decisive: bool = False  # the search takes the result of a new node that the next move decides (won: the mover
     # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
-    value_target: str = "outcome"  # "outcome": z, the game's result; "search": the root's search value (its Q, from
-    # the mover's view); "mix": their mean
-    lr_schedule: str = "constant"  # "cosine": lr falls along a half cosine to a tenth of itself at the run's last game
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
         check_choice("agent.", self, "policy_target", ("played", "visits"))
         check_choice("agent.", self, "policy_head", POLICY_HEADS)
-        check_choice("agent.", self, "value_target", ("outcome", "search", "mix"))
-        check_choice("agent.", self, "lr_schedule", ("constant", "cosine"))
         check_ranges("agent.", self, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE,
                                       "c_puct": POSITIVE, "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
                                       "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
@@ -207,9 +202,9 @@ def apply_symmetries(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
 def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
               rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
     """Play ``num_games`` self-play games in parallel. Returns the examples (board from the mover's
-    view, legal mask, pi, value target): the target is ``cfg.value_target``'s (``value_target``)."""
+    view, legal mask, pi, z)."""
     games = BatchedGames(game, num_games)
-    history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int, float]]] = [[] for _ in range(num_games)]
+    history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in range(num_games)]
     ply = 0
     while not games.done.all():
         live = np.flatnonzero(~games.done)
@@ -221,30 +216,14 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
         obs = games.observation()
         legal = games.legal_mask()
         visits = trees.root_visits()
-        q = trees.root_values()
         for j, i in enumerate(live):
             pi = visit_policy(visits[j], legal[i], temperature)
             actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
             target = visit_policy(visits[j], legal[i], 1.0) if cfg.policy_target == "visits" else pi
-            history[i].append((obs[i], legal[i], target, int(games.to_play[i]), float(q[j])))
+            history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
         games.play(actions)
         ply += 1
-    return [(o, m, pi, value_target(float(games.winner[g] * p), q, cfg.value_target))
-            for g, h in enumerate(history) for o, m, pi, p, q in h]
-
-
-def value_target(z: float, q: float, kind: str) -> float:
-    """The value target of one example: the game's result ``z`` (``outcome``), the root's search value
-    ``q`` (``search``), both from the mover's view, or their mean (``mix``)."""
-    return {"outcome": z, "search": q, "mix": 0.5 * (z + q)}[kind]
-
-
-def lr_at(acfg: Config, done: int, total: int) -> float:
-    """The learning rate after ``done`` of ``total`` self-play games: ``lr`` throughout (``constant``), or
-    ``lr * (0.1 + 0.9 * (1 + cos(pi * done / total)) / 2)`` (``cosine``: from lr to lr / 10)."""
-    if acfg.lr_schedule == "constant":
-        return acfg.lr
-    return acfg.lr * (0.1 + 0.45 * (1.0 + math.cos(math.pi * min(done, total) / max(total, 1))))
+    return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(history) for o, m, pi, p in h]
 
 
 class ReplayBuffer:
@@ -359,8 +338,6 @@ def train(cfg, run) -> dict:
         buffer.add(examples)
         net.train()
         steps = math.ceil(len(examples) * acfg.sample_reuse / acfg.batch_size)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(acfg, episode, total)
         for _ in range(steps):
             losses.append(update(net, opt, buffer.sample(acfg.batch_size, rng, symmetries)))
         updates += steps

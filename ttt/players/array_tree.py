@@ -180,11 +180,6 @@ class ArrayTrees:
         """(B, cells) visits of each root move (0 off the legal cells)."""
         return self.N[:, 0]
 
-    def root_values(self) -> np.ndarray:
-        """(B,) each root's search value from its mover's view: the mean result of its simulations (0 if none)."""
-        visits = self.N[:, 0].sum(1)
-        return np.divide(self.W[:, 0].sum(1), visits, out=np.zeros(len(visits)), where=visits > 0)
-
     def most_visited(self) -> np.ndarray:
         """Each root's most visited legal move, the first of equal counts in cell order (-1 if none)."""
         visits = np.where(self.legal[:, 0], self.N[:, 0], -1.0)
