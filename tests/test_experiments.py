@@ -829,6 +829,7 @@ def test_every_script_answers_help_with_exit_code_0_after_an_argument_too(name, 
 BAD_INPUT = {
     "alphazero_selfplay_cost": [["shares=MISSING"], ["games=-1"], ["experiment=MISSING"], ["repeats"]],
     "blocks_by_line": [["MISSING"]],
+    "compile_update": [["runs=1"], ["rows=x"], ["compile=all"], ["board=MISSING"], ["runs"]],
     "defence_counterfactual": [["MISSING"], ["checkpoints/dqn_444", "games=0"], ["EMPTY"]],
     "fit_one_move_labels": [["--network", "MISSING"], ["--steps", "0"]],
     "move_errors": [["MISSING/checkpoint.pt", "--games", "2"], ["random", "--games", "0"], ["random", "--games", "x"]],
@@ -928,3 +929,19 @@ def test_the_scripts_answer_help_and_refuse_bad_input_as_commands(tmp_path):
                               cwd=tmp_path)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
         assert done.stderr.startswith("error: ") and done.stdout == "", (name, done.stderr)
+
+
+def test_compile_update_times_the_eager_update_of_runs_side_by_side(experiment_script, capsys):
+    script = experiment_script("compile_update")
+    assert script.main(["runs=2", "rows=1", "plies=3", "board=3x3", "compile="]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("2 runs side by side, 1 examples each, 3x3") and out[1].startswith("eager ")
+    assert len(out) == 2 and float(out[1].split()[-1]) > 0
+
+
+@pytest.mark.slow
+def test_compile_update_compiles_a_loss_with_the_eager_gradients(experiment_script, capsys):
+    script = experiment_script("compile_update")
+    assert script.main(["runs=2", "rows=2", "plies=3", "board=3x3", "compile=loss"]) == 0
+    out = capsys.readouterr().out
+    assert "the same gradients as eager: True" in out and "compiled loss " in out and "step" not in out.split("\n", 1)[1]
