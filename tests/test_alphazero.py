@@ -506,3 +506,102 @@ def test_alphazero_444_learns_to_beat_random_and_score_against_the_benchmark(com
     both = {r["opponent"]: r for r in out["results"] if r["seat"] == "both"}
     assert both["random"]["win_rate"] >= 0.99, both["random"]
     assert both["benchmark"]["score"] >= 0.5, both["benchmark"]
+
+
+# ------------------------------------------------------------------ the rules at the root (play_threats)
+def _ruled(game, depth, simulations=1, net=None):
+    from ttt.agents.alphazero import Config
+
+    cfg = Config(simulations=simulations, eval_simulations=simulations, play_threats=depth)
+    return AlphaZeroPlayer(game, ConstantNet(game.num_cells, 0.0) if net is None else net, simulations, 1.5, cfg)
+
+
+def test_the_root_rules_take_a_win_and_block_where_one_simulation_plays_the_first_cell():
+    """With a uniform prior and one simulation the search plays the first legal cell; with the rules at
+    the root (``play_threats=0``: wins, losses, forks) the player takes its win, and else blocks the
+    opponent's only winning cell, every other move being a loss."""
+    game = make_game("4x4x4")
+    board = [0] * 64
+    board[60] = board[61] = board[62] = -1  # O threatens 63
+    board[1] = board[6] = board[27] = 1
+    state = game.state_from_board(board)
+    assert state.to_play() == 1
+    alone = _ruled(game, None)
+    assert alone.rules.wins is False and alone.act(state) == 0
+    assert _ruled(game, 0).act(state) == 63  # the block
+    board[1] = board[6] = board[27] = 0
+    board[5] = board[6] = board[7] = 1  # X threatens 4 too, and moves
+    state = game.state_from_board(board)
+    wins = completing_moves(np.array(board, dtype=np.int8)[None], np.array([1], dtype=np.int8),
+                            (np.array(board) == 0)[None], game)[0].nonzero()[0].tolist()
+    assert state.to_play() == 1 and wins == [4] and alone.act(state) == 0
+    assert _ruled(game, 0).act(state) == wins[0]  # a win comes before the block
+    assert _ruled(game, 0).without_rules().act(state) == alone.act(state)
+
+
+def test_the_root_rules_play_a_chain_of_threats_that_the_search_does_not_see():
+    """A position (the first of a seeded draw) where the mover wins through a chain of one forcing threat
+    (``threat_depths``) and has no win or fork: with ``play_threats=1`` the player plays a chain's first
+    move, with ``play_threats=0`` (no chains) and with the search alone it does not."""
+    from ttt.games.threats import move_tactics, threat_depths
+
+    game = make_game("4x4x4")
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        boards = np.zeros((256, 64), dtype=np.int8)
+        for b in boards:
+            cells = rng.choice(64, size=10, replace=False)
+            b[cells[:5]], b[cells[5:]] = 1, -1  # X to move
+        mover = np.ones(len(boards), dtype=np.int8)
+        legal = boards == 0
+        t = move_tactics(boards, mover, legal, game)
+        theirs = move_tactics(boards, -mover, legal, game)
+        chain = threat_depths(boards, mover, legal, game, t, 1)
+        ok = (chain == 1).any(1) & ~t.win.any(1) & ~t.fork.any(1) & ~theirs.win.any(1) & ~theirs.fork.any(1)
+        ok &= ~(chain[:, 0] == 1)  # the search alone plays cell 0 first: not a chain move
+        if ok.any():
+            board = boards[np.flatnonzero(ok)[0]]
+            break
+    else:
+        pytest.fail("no position with a chain of one threat in the draw")
+    state = game.state_from_board(board.tolist())
+    chain = threat_depths(board[None], np.array([1], dtype=np.int8), (board == 0)[None], game, None, 1)[0]
+    assert _ruled(game, 1).act(state) in np.flatnonzero(chain == 1).tolist()
+    for player in (_ruled(game, None), _ruled(game, 0)):
+        assert chain[player.act(state)] == 0
+
+
+def test_the_root_rules_are_saved_with_the_player_and_set_by_a_spec(tmp_path):
+    from ttt.harness import specs
+
+    game = make_game("4x4x4")
+    network = {"kind": "structured", "hidden": [8], "bias": True}
+    torch.manual_seed(0)
+    net = build_policy_value_net(game, network, "dense").eval()
+    player = _ruled(game, 2, simulations=8, net=net)
+    player.network = network
+    player.save(tmp_path / "az.pt")
+    loaded = load_player(tmp_path / "az.pt")
+    assert loaded.play_threats == 2 and loaded.rules.threats == 2 and loaded.rules.forks
+    _, [(_, alone), (_, zero), (_, deeper)] = specs.load_agents(
+        [{"checkpoint": str(tmp_path / "az.pt"), "rules": False},
+         {"checkpoint": str(tmp_path / "az.pt"), "play_threats": 0},
+         {"checkpoint": str(tmp_path / "az.pt"), "play_threats": 3}], None)
+    assert alone.play_threats is None and not alone.rules.wins
+    assert zero.rules.threats == 0 and zero.rules.losses and deeper.rules.threats == 3
+    with pytest.raises(ValueError, match="play_threats must be an integer >= 0, got -1"):
+        specs.load_agents([{"checkpoint": str(tmp_path / "az.pt"), "play_threats": -1}], None)
+    with pytest.raises(ValueError, match="play_threats is an option of a searching learner"):
+        specs.load_agents([{"checkpoint": "checkpoints/dqn_444", "play_threats": 1}], None)
+
+
+def test_with_root_rules_the_hints_give_the_rules_exact_values():
+    game = make_game("4x4x4")
+    board = [0] * 64
+    board[60] = board[61] = board[62] = -1  # O threatens 63
+    board[1] = board[6] = board[27] = 1
+    state = game.state_from_board(board)
+    values = _ruled(game, 0, simulations=4).action_values(state)
+    assert values[63] != -1.0 and all(v == -1.0 for a, v in values.items() if a != 63)
+    plain = _ruled(game, None, simulations=4).action_values(state)
+    assert set(plain) == set(values) and any(v != -1.0 for a, v in plain.items() if a != 63)

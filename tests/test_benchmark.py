@@ -199,7 +199,7 @@ def test_parse_spec():
     assert specs.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
     assert specs.parse_spec({"checkpoint": "a.pt", "simulations": 9}) == ("checkpoint", "a.pt", {"simulations": 9})
     assert specs.spec_label({"checkpoint": "runs/az/checkpoint.pt", "simulations": 9}) == "az:simulations=9"
-    with pytest.raises(ValueError, match=r"takes only the options \(simulations, symmetries, rules\), not depth"):
+    with pytest.raises(ValueError, match=r"takes only the options \(simulations, play_threats, symmetries, rules\), not depth"):
         specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
     assert specs.spec_label({"name": "mcts", "decisive": False}) == "mcts:decisive=false"  # as a spec string
@@ -213,7 +213,7 @@ def test_an_option_given_by_position_and_by_name_is_refused_either_way_round():
             specs.parse_spec(spec)
 
 
-def test_a_value_learners_spec_plays_its_network_alone_with_rules_false():
+def test_a_value_learners_spec_plays_its_network_alone_with_rules_false(table_checkpoint):
     shipped = "checkpoints/dqn_444"
     _, [(label, alone), (_, ruled), (_, kept)] = specs.load_agents(
         [{"checkpoint": shipped, "rules": False}, shipped, {"checkpoint": shipped, "rules": True}], None)
@@ -222,8 +222,8 @@ def test_a_value_learners_spec_plays_its_network_alone_with_rules_false():
     mine, theirs = alone.net.state_dict(), ruled.net.state_dict()
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
     assert ruled.rules != NO_RULES and ruled.rules.forks and kept.rules == ruled.rules  # true: the checkpoint's own
-    with pytest.raises(ValueError, match="rules is an option of a value learner"):
-        specs.load_agents([{"checkpoint": "checkpoints/alphazero_444", "rules": False}], None)
+    with pytest.raises(ValueError, match="rules is an option of a learner with move-selection rules"):
+        specs.load_agents([{"checkpoint": str(table_checkpoint), "rules": False}], None)
     with pytest.raises(ValueError, match="rules must be true or false, got 0"):
         specs.load_agents([{"checkpoint": shipped, "rules": 0}], None)
 

@@ -44,7 +44,7 @@ TensorBoard tags of this learner (besides ``eval/`` and ``train/episodes_per_sec
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -62,6 +62,7 @@ from ttt.config import (
 )
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
+from ttt.games.exact import NO_RULES, Rules, exact_values
 from ttt.nets.policy_value import POLICY_HEADS, PolicyValueNet, build_policy_value_net
 from ttt.players.array_tree import ArrayTrees
 from ttt.players.base import Player
@@ -93,11 +94,15 @@ class Config:
     policy_head: str = "dense"  # "lines": the line detectors also reach their cells' logits (PolicyValueNet)
     decisive: bool = False  # the search takes the result of a new node that the next move decides (won: the mover
     # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
+    play_threats: int | None = None  # the trained player's rules at the root (evaluation, play; not self-play):
+    # None, the most visited move; D >= 0, the rules' exact values first (AlphaZeroPlayer.rules)
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
         check_choice("agent.", self, "policy_target", ("played", "visits"))
         check_choice("agent.", self, "policy_head", POLICY_HEADS)
+        if self.play_threats is not None and (isinstance(self.play_threats, bool) or self.play_threats < 0):
+            raise ConfigError(f"agent.play_threats={self.play_threats}: null (no rules) or a chain depth >= 0")
         check_ranges("agent.", self, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE,
                                       "c_puct": POSITIVE, "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
                                       "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
@@ -359,7 +364,14 @@ def payload_of(net: PolicyValueNet, game: Game, acfg: Config, network: dict) -> 
 
 
 class AlphaZeroPlayer(Player):
-    """PUCT search with a trained network (no noise); plays the most visited move."""
+    """PUCT search with a trained network (no noise); plays the most visited move.
+
+    With ``agent_cfg.play_threats`` = D (not None) the player has ``rules`` (``ttt.games.exact.Rules``: wins,
+    losses, forks and chains of at most D forcing threats, as the dqn player's) at the root, as move
+    selection by values has them: a move the rules value exactly above 0 (a win, a fork, a chain of
+    threats) is played before any other, the larger value first; one below 0 (a loss, or a move after
+    which the opponent has a fork or a chain) comes after every other; the rest in the order of their
+    visits. ``without_rules()`` is the search alone."""
 
     name = "alphazero"
 
@@ -372,6 +384,22 @@ class AlphaZeroPlayer(Player):
         self.agent_cfg = agent_cfg or Config(simulations=self.simulations, eval_simulations=self.simulations,
                                              c_puct=self.c_puct)
         self.network = network  # the settings that built ``net`` (needed to save)
+        self.play_threats = self.agent_cfg.play_threats
+
+    @property
+    def play_threats(self) -> int | None:
+        """The rules at the root: None, none; D, wins, losses, forks and chains of at most D threats."""
+        return self.agent_cfg.play_threats
+
+    @play_threats.setter
+    def play_threats(self, depth: int | None) -> None:
+        self.agent_cfg = replace(self.agent_cfg, play_threats=depth)  # checked there, and saved with the player
+        self.rules = NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
+
+    def without_rules(self) -> AlphaZeroPlayer:
+        """The same network and search, the most visited move played: no rule at the root."""
+        cfg = replace(self.agent_cfg, play_threats=None)
+        return AlphaZeroPlayer(self.game, self.net, self.simulations, self.c_puct, cfg, self.network)
 
     def search(self, states: list[State]) -> ArrayTrees:
         """The trees of a search from each of ``states`` (of one board), searched in lock step."""
@@ -380,7 +408,7 @@ class AlphaZeroPlayer(Player):
         return trees
 
     def act(self, state: State, rng: np.random.Generator | None = None) -> int:
-        return int(self.search([state]).most_visited()[0])
+        return int(self.act_batch(BatchedGames.from_states([state]), rng)[0])
 
     def act_batch(self, games: BatchedGames, rng: np.random.Generator | None = None) -> np.ndarray:
         actions = np.full(len(games), -1, dtype=np.int64)
@@ -388,12 +416,22 @@ class AlphaZeroPlayer(Player):
         step = max(1, TREE_NODES // (self.simulations + 1))  # trees of at most TREE_NODES nodes at a time
         for at in range(0, len(live), step):
             rows = live[at:at + step]
-            actions[rows] = self.search([games.state(int(i)) for i in rows]).most_visited()
+            trees = self.search([games.state(int(i)) for i in rows])
+            if self.rules == NO_RULES:
+                actions[rows] = trees.most_visited()
+                continue
+            visits = trees.root_visits()
+            value, known = exact_values(games.board[rows], games.to_play[rows], trees.legal[:, 0], self.game,
+                                        self.rules)
+            # the rules' values beyond +-2, the visits in [0, 1) between them
+            order = np.where(known, value + 2 * np.sign(value), visits / (visits.max(1, keepdims=True) + 1.0))
+            actions[rows] = np.where(trees.legal[:, 0], order, -np.inf).argmax(1)
         return actions
 
     def action_values(self, state: State) -> dict[int, float]:
         """Q of each legal move from the mover's view after a search; moves the search never
-        tried get the network's value of the position they lead to (negated: the opponent moves there)."""
+        tried get the network's value of the position they lead to (negated: the opponent moves there).
+        With rules, the rules' exact values where they give one."""
         root = Node(state)  # the node tree: it keeps each child's position for the moves never tried
         run_search(self.net, [root], self.simulations, self.c_puct)
         q = root.q()
@@ -402,7 +440,12 @@ class AlphaZeroPlayer(Player):
         values = expand(children, NetworkEvaluator(self.net))  # the true result where the game is over
         for i, v in zip(unvisited, values, strict=True):
             q[i] = float(v) * root.to_play
-        return {int(a): float(v) for a, v in zip(root.actions, q, strict=True)}
+        out = {int(a): float(v) for a, v in zip(root.actions, q, strict=True)}
+        if self.rules != NO_RULES:
+            games = BatchedGames.from_states([state])
+            value, known = exact_values(games.board, games.to_play, games.legal_mask(), self.game, self.rules)
+            out.update({int(a): float(value[0, a]) for a in np.flatnonzero(known[0])})
+        return out
 
     def save(self, path) -> None:
         if self.network is None:

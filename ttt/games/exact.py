@@ -16,7 +16,7 @@ import numpy as np
 
 from ttt.games.arrays import arrays_of
 from ttt.games.rules import Game
-from ttt.games.threats import MoveTactics, move_tactics, playable, threat_depths
+from ttt.games.threats import MoveTactics, completing_moves, move_tactics, playable, threat_depths
 
 GAMMA = 0.9  # the discount by default: of the dqn learner (ttt.agents.dqn.Config.gamma), whose rules' values use it
 
@@ -47,6 +47,32 @@ class Rules:
 
 
 NO_RULES = Rules(wins=False)
+
+
+def exact_values(board, to_play, legal, game: Game, rules: Rules, gamma: float = GAMMA,
+                 tactics: MoveTactics | None = None):
+    """``(value, known)``, both (B, cells): the exact values ``rules`` give the legal moves of the boards
+    (``to_play`` moves; +1 a win, -1 a move after which the opponent can win at once, ``gamma`` a fork, a
+    threat chain ``gamma**(d+1)``, the opponent's forks and chains the same values negated: ``rule_values``
+    with every other legal move checked for the opponent's), and where they give one. ``tactics``
+    (``move_tactics`` of these boards) is computed when needed and not given. numpy arrays or tensors on
+    one device, alike. Move selection puts these values in place of its estimates: the dqn player's
+    (``ttt.agents.dqn.moves``) and the alphazero player's search (``ttt.agents.alphazero``)."""
+    xp = arrays_of(board)
+    value, known = xp.zeros(tuple(legal.shape), "float32"), xp.zeros(tuple(legal.shape), "bool")
+    if rules.needs_tactics():
+        t = move_tactics(board, to_play, legal, game) if tactics is None else tactics
+        if rules.forks or rules.threats > 0:
+            value, known = rule_values(board * to_play[:, None], t, gamma, game, defence=game.num_cells,
+                                       threats=rules.threats)
+        if rules.losses:
+            value[t.loss] = -1.0
+            known |= t.loss
+    if rules.wins:
+        win = completing_moves(board, to_play, legal, game)
+        value[win] = 1.0
+        known |= win
+    return value, known
 
 
 DEFENCE_SLICE = 512  # afterstates searched for threat chains at once (bounds memory)

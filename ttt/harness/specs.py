@@ -13,8 +13,9 @@ A *spec* is one of:
   instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a value learner's (``dqn``) whose
   network values each board as the mean over K of its images under the board's symmetries
   (``DQNPlayer.symmetries``); ``{checkpoint: PATH, rules: false}``: a value learner's network alone, with no
-  rule in move selection (``DQNPlayer.without_rules``; ``true``, the default, keeps the checkpoint's rules)
-  (``CHECKPOINT_OPTIONS``).
+  rule in move selection (``DQNPlayer.without_rules``; ``true``, the default, keeps the checkpoint's rules), or
+  a searching learner's search alone; ``{checkpoint: PATH, play_threats: D}``: a searching learner with the
+  rules at its root, chains of at most D threats (``AlphaZeroPlayer.rules``) (``CHECKPOINT_OPTIONS``).
 
 Every error a user can cause (unknown player, bad option, board mismatch) is a one-line ValueError
 or CheckpointError.
@@ -57,8 +58,9 @@ def _parse_value(text: str) -> Any:
 
 # options of a checkpoint's spec: the player attribute each sets, and who has it
 CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)",
+                      "play_threats": "a searching learner (alphazero)",
                       "symmetries": "a value learner (dqn)",
-                      "rules": "a value learner (dqn)"}
+                      "rules": "a learner with move-selection rules (dqn, alphazero)"}
 
 
 def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
@@ -73,8 +75,9 @@ def _checkpoint_options(player: Player, options: dict, spec: Any) -> Player:
                 raise ValueError(f"player spec {spec_text(spec)}: rules must be true or false, got {value!r}")
             player = player if value else player.without_rules()
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"player spec {spec_text(spec)}: {key} must be an integer >= 1, got {value!r}")
+        least = 0 if key == "play_threats" else 1  # play_threats 0: wins, losses and forks, no chain
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"player spec {spec_text(spec)}: {key} must be an integer >= {least}, got {value!r}")
         try:
             setattr(player, key, value)
         except ValueError as e:

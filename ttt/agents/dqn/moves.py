@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from ttt.device import module_device
 from ttt.games import BatchedGames, random_legal_actions
 from ttt.games.arrays import NUMPY
-from ttt.games.exact import GAMMA, Rules, rule_values
-from ttt.games.threats import MoveTactics, completing_moves, move_tactics
+from ttt.games.exact import GAMMA, Rules, exact_values
+from ttt.games.threats import MoveTactics
 from ttt.nets.structured import ValueNet
 
 
@@ -56,18 +56,9 @@ def move_scores(net: ValueNet, games: BatchedGames, rows: np.ndarray, rules: Rul
         return xp.to_tensor(x).to(device)
 
     values, ranks = net.afterstate_scores(tensor(xp.astype(views, "float32")), tensor(legal))
-    exact = torch.full_like(values, float("nan"))  # the rules' values where they know them, else NaN
-    if rules.needs_tactics():
-        t = move_tactics(board, to_play, legal, games.game) if tactics is None else tactics
-        if rules.forks or rules.threats > 0:
-            rule, known = rule_values(views, t, gamma, games.game, defence=games.game.num_cells,
-                                      threats=rules.threats)
-            exact = torch.where(tensor(known), tensor(rule), exact)
-        if rules.losses:
-            exact.masked_fill_(tensor(t.loss), -1.0)
-    if rules.wins:
-        exact.masked_fill_(tensor(completing_moves(board, to_play, legal, games.game)), 1.0)
-    known = ~exact.isnan()
+    rule, known = exact_values(board, to_play, legal, games.game, rules, gamma, tactics)
+    known = tensor(known)
+    exact = torch.where(known, tensor(rule), torch.full_like(values, float("nan")))  # the rules' values, else NaN
     values = torch.where(known, exact, values)
     if ranks is None:
         order = values
