@@ -5,13 +5,13 @@
 The update of a ply of the paper's online protocol (``ttt.perf``'s ``ONLINE_NETWORK``: the deep structured
 network without biases; squared error; SGD) for ``runs`` networks side by side, their parameters stacked
 (``ttt.nets.runs``), each with ``rows`` examples: clear the gradients, the stacked forward pass and the loss,
-autograd's backward, the optimiser's step. Timed as the learner does it (eager), then with the loss's
-forward pass compiled (``torch.compile``, inductor: C++ on the CPU; the stacked networks' call with each
-network's rows already together, as ``RowNets`` makes it, without its host-side layout), then with the optimiser's step compiled
-too (``compile=loss``: only the first). Before timing, the compiled loss's gradients are compared with the
-eager ones (``torch.allclose``, atol 1e-5; exit 1 if they differ). One thread; the compile's own seconds are
-printed apart. Fixed shapes (``dynamic=False``): the learner's plies vary the rows a network has, and each
-new shape would compile again.
+autograd's backward, the optimiser's step. Timed as the learner does it (eager), then with the loss's forward
+pass compiled (``torch.compile``, inductor: C++ on the CPU; the stacked networks' call with each network's
+rows already together, as ``RowNets`` makes it, without its host-side layout), then with the optimiser's step
+compiled too (``compile=loss``: only the first). Before timing, the compiled loss's gradients are compared
+with the eager ones (``torch.allclose``, atol 1e-5; exit 1 if they differ). One thread; the compile's own
+seconds are printed apart. Fixed shapes (``dynamic=False``): the learner's plies vary the rows a network has,
+and each new shape would compile again.
 """
 
 from __future__ import annotations

@@ -199,7 +199,8 @@ def test_parse_spec():
     assert specs.spec_label("runs/dqn_444/checkpoint.pt") == "dqn_444"
     assert specs.parse_spec({"checkpoint": "a.pt", "simulations": 9}) == ("checkpoint", "a.pt", {"simulations": 9})
     assert specs.spec_label({"checkpoint": "runs/az/checkpoint.pt", "simulations": 9}) == "az:simulations=9"
-    with pytest.raises(ValueError, match=r"takes only the options \(simulations, play_threats, symmetries, rules\), not depth"):
+    with pytest.raises(ValueError,
+                       match=r"takes only the options \(simulations, play_threats, symmetries, rules\), not depth"):
         specs.parse_spec({"checkpoint": "a.pt", "depth": 2})
     assert specs.spec_label({"name": "alphabeta", "depth": 1}) == "alphabeta:depth=1"
     assert specs.spec_label({"name": "mcts", "decisive": False}) == "mcts:decisive=false"  # as a spec string
