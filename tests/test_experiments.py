@@ -936,7 +936,8 @@ def test_compile_update_times_the_eager_update_of_runs_side_by_side(experiment_s
     assert script.main(["runs=2", "rows=1", "plies=3", "board=3x3", "compile="]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("2 runs side by side, 1 examples each, 3x3") and out[1].startswith("eager ")
-    assert len(out) == 2 and float(out[1].split()[-1]) > 0
+    assert out[2].startswith("eager, no host layout ") and len(out) == 3
+    assert float(out[1].split()[-1]) > 0 and float(out[2].split()[-1]) > 0
 
 
 @pytest.mark.slow
