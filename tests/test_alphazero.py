@@ -601,7 +601,12 @@ def test_with_root_rules_the_hints_give_the_rules_exact_values():
     board[60] = board[61] = board[62] = -1  # O threatens 63
     board[1] = board[6] = board[27] = 1
     state = game.state_from_board(board)
+    from ttt.players.human import move_hint
+
     values = _ruled(game, 0, simulations=4).action_values(state)
     assert values[63] != -1.0 and all(v == -1.0 for a, v in values.items() if a != 63)
+    hint = move_hint(_ruled(game, 0, simulations=4), state)  # the moves the rules value: all but the block
+    assert hint.values == values and hint.by_rules == frozenset(values) - {63}
+    assert move_hint(_ruled(game, None, simulations=4), state).by_rules == frozenset()
     plain = _ruled(game, None, simulations=4).action_values(state)
     assert set(plain) == set(values) and any(v != -1.0 for a, v in plain.items() if a != 63)

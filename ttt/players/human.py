@@ -6,7 +6,8 @@ lines worth pointing at on a board. ``ttt.play`` (the terminal) and ``ttt.serve`
   (the piece drops to its lowest empty cell). A ``MoveError`` carries the one-line reason otherwise.
 * ``move_hint(agent, state)``: the agent's value of each legal move for the player to move
   (``Player.action_values``), and which of those values its move-selection rules decide rather than
-  its network (a player with ``without_rules()``, e.g. ``ttt.agents.dqn.DQNPlayer``).
+  its network or search (a player with ``rules`` and ``without_rules()``: ``ttt.agents.dqn.DQNPlayer``,
+  ``ttt.agents.alphazero.AlphaZeroPlayer``; ``ttt.games.exact.exact_values``).
 * ``open_lines(state)``: every line one move from completion, for both players; ``winning_line(state)``.
 """
 
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttt.games import Game, IllegalMoveError, State
-from ttt.players import Player, has_rules, without_rules
+from ttt.games import BatchedGames, Game, IllegalMoveError, State
+from ttt.games.exact import exact_values
+from ttt.players import Player, has_rules
 
 MAX_QUOTED = 20  # characters of a person's input that an error message quotes
 
@@ -112,9 +114,10 @@ def move_hint(agent: Player, state: State) -> Hint:
     if not values:
         return Hint(None)
     by_rules: frozenset[int] = frozenset()
-    if has_rules(agent):  # a rule replaces the network's estimate: the two differ exactly there
-        alone = without_rules(agent).action_values(state) or {}
-        by_rules = frozenset(a for a, v in values.items() if alone.get(a) != v)
+    if has_rules(agent):  # the moves its rules value exactly (no second pass of the network or the search)
+        games = BatchedGames.from_states([state])
+        _, known = exact_values(games.board, games.to_play, games.legal_mask(), state.game, agent.rules)
+        by_rules = frozenset(int(a) for a in np.flatnonzero(known[0]) if int(a) in values)
     return Hint(values, by_rules)
 
 
