@@ -1,5 +1,5 @@
-"""The shipped ``checkpoints/alphazero_444``: the recipe's settings at the simulations its figures were
-measured with, a search that takes a win and blocks a threat, and loading in ``ttt.benchmark`` and
+"""The shipped ``checkpoints/alphazero_444``: the recipe's settings at the simulations and rules its figures
+were measured with, a player that takes a win and blocks a threat, and loading in ``ttt.benchmark`` and
 ``ttt.play`` (``ttt.serve``: tests/test_serve.py)."""
 
 from __future__ import annotations
@@ -18,22 +18,29 @@ from ttt.agents import load_player
 from ttt.checkpoint import load_checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "alphazero_444" / "checkpoint.pt"
-SIMULATIONS = 512  # the shipped player's simulations per move (docs/search.md, "The shipped alphazero_444")
+SIMULATIONS = 128  # the shipped player's simulations per move (docs/search.md, "The shipped alphazero_444")
+PLAY_THREATS = 3  # and its rules at the root
 
 
-def test_the_shipped_player_is_the_recipe_searching_512_simulations_a_move():
+def test_the_shipped_player_is_the_recipe_searching_128_simulations_a_move_with_its_rules():
     payload = load_checkpoint(SHIPPED, kind="alphazero", game="4x4x4")
     agent = payload["agent"]
-    assert agent["eval_simulations"] == SIMULATIONS
-    assert (agent["policy_head"], agent["decisive"], agent["simulations"]) == ("lines", True, 64)
+    assert (agent["eval_simulations"], agent["play_threats"]) == (SIMULATIONS, PLAY_THREATS)
+    assert (agent["policy_head"], agent["decisive"], agent["simulations"]) == ("lines", True, 192)
     assert payload["network"]["hidden"] == [64] and payload["network"]["kind"] == "structured"
+    player = load_player(SHIPPED)
+    assert (player.simulations, player.play_threats) == (SIMULATIONS, PLAY_THREATS)
     final = json.loads((SHIPPED.parent / "final_eval.json").read_text())
-    assert final["episodes"] == 20000 and final["agent"] == "alphazero"
-    assert "+experiment=alphazero_444" in final["command"]
+    assert final["episodes"] == 24000 and final["agent"] == "alphazero"
+    assert "+experiment=alphazero_444" in final["command"] and "agent.simulations=192" in final["command"]
+    matches = json.loads((SHIPPED.parent / "matches.json").read_text())
+    assert {r["opponent"] for r in matches["results"]} == {"benchmark", "alphabeta:1", "alphabeta:2", "alphabeta:3",
+                                                          "mcts:1000"}
+    assert {r["games"] for r in matches["results"] if r["seat"] == "both"} == {400}
 
 
 @pytest.mark.parametrize("to_move", ["X", "O"])
-def test_its_search_takes_a_win_and_blocks_a_threat(to_move):
+def test_it_and_its_search_alone_take_a_win_and_block_a_threat(to_move):
     player = load_player(SHIPPED)
     board = [0] * 64
     board[0] = board[1] = board[2] = 1  # X threatens 3
@@ -42,7 +49,8 @@ def test_its_search_takes_a_win_and_blocks_a_threat(to_move):
         board[63] = -1  # three each: X to move, and 3 wins
     state = player.game.state_from_board(board)
     assert state.to_play() == (1 if to_move == "X" else -1)
-    assert player.act(state) == 3  # X wins there; O must block there
+    assert player.act(state) == 3  # X wins there; O must block there: by the rules at the root
+    assert player.without_rules().act(state) == 3  # and by the search alone
 
 
 def test_it_loads_in_the_benchmark_and_beats_random(capsys):
