@@ -479,7 +479,8 @@ def test_experiments_compose_and_build(compose_train, name, board, kind):
 def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_script):
     cost = experiment_script("alphazero_selfplay_cost")
     (row,) = cost.measure(games=2, repeats=1, seed=0, experiment="alphazero_444")
-    assert row["simulations"] == 192 * row["moves"] and row["moves"] >= 2 * 7  # the recipe's 192 a move; no Qubic game ends before move 7
+    # the recipe's 192 simulations a move; no Qubic game ends before move 7
+    assert row["simulations"] == 192 * row["moves"] and row["moves"] >= 2 * 7
     assert len(row["batches"]) == row["calls"] and max(row["batches"]) == 2 and 0 < row["forward_share"] < 1
     sp = "<module> (x.py:1);self_play (ttt/agents/alphazero.py:170);search_arrays (ttt/agents/alphazero.py:158);"
     raw = "\n".join([
