@@ -612,3 +612,82 @@ def test_with_root_rules_the_hints_give_the_rules_exact_values():
     assert move_hint(_ruled(game, None, simulations=4), state).by_rules == frozenset()
     plain = _ruled(game, None, simulations=4).action_values(state)
     assert set(plain) == set(values) and any(v != -1.0 for a, v in plain.items() if a != 63)
+
+
+# ---------------------------------------------------------------------------- the player through symmetries
+def _leaves(game, count: int, seed: int):
+    """``count`` unfinished positions of ``game`` after random moves: boards, players to move, legal masks."""
+    from ttt.games import BatchedGames
+
+    rng, states = np.random.default_rng(seed), []
+    for i in range(count):
+        s = game.initial_state()
+        for _ in range(1 + i % 5):  # no line can be complete yet
+            s = s.apply(int(rng.choice(s.legal_actions())))
+        states.append(s)
+    g = BatchedGames.from_states(states)
+    return g.board.copy(), g.to_play.copy(), g.legal_mask()
+
+
+def test_a_leaf_through_symmetries_is_the_mean_of_its_images_and_the_whole_group_is_invariant():
+    game = make_game("4x4x4")
+    torch.manual_seed(3)
+    net = build_policy_value_net(game, {"kind": "structured", "hidden": [16], "bias": True}, "lines").eval()
+    boards, to_play, legal = _leaves(game, 6, seed=4)
+    plain = NetworkEvaluator(net).arrays
+    images = game.symmetries[[0, 5, 77, 150]]
+    probs, values = NetworkEvaluator(net, images).arrays(boards, to_play, legal)
+    # by hand: image k shows cell images[k, j] at cell j; its prior of cell j is the board's of cell images[k, j]
+    want_p, want_v = np.zeros_like(probs), np.zeros_like(values)
+    for image in images:
+        p, v = plain(boards[:, image], to_play, legal[:, image])
+        back = np.zeros_like(p)
+        back[:, image] = p
+        want_p, want_v = want_p + back / len(images), want_v + v / len(images)
+    np.testing.assert_allclose(probs, want_p, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(values, want_v, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+    assert (probs[~legal] < 1e-6).all() and not np.allclose(values, plain(boards, to_play, legal)[1], atol=1e-4)
+    # through the whole group, a board and its image score alike: the same value, the priors moved with the cells
+    whole = NetworkEvaluator(net, game.symmetries).arrays
+    g = game.symmetries[100]
+    p, v = whole(boards, to_play, legal)
+    p_image, v_image = whole(boards[:, g], to_play, legal[:, g])
+    np.testing.assert_allclose(v_image, v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p_image, p[:, g], rtol=1e-5, atol=1e-7)
+    p1, v1 = plain(boards[:, g], to_play, legal[:, g])  # the network alone is not invariant
+    assert not np.allclose(v1, plain(boards, to_play, legal)[1], atol=1e-4)
+
+
+def test_the_player_searches_through_its_symmetries_on_both_trees_and_keeps_them(tmp_path):
+    from ttt.harness import specs
+
+    game = make_game("4x4x4")
+    network = {"kind": "structured", "hidden": [8], "bias": True}
+    torch.manual_seed(0)
+    net = build_policy_value_net(game, network, "dense").eval()
+    player = AlphaZeroPlayer(game, net, simulations=24, network=network)
+    assert player.symmetries == 1 and player.images is None
+    player.symmetries = 8
+    assert player.agent_cfg.play_symmetries == 8 and player.images.shape == (8, 64)
+    state = game.state_from_board(_leaves(game, 1, seed=2)[0][0])
+    trees = player.search([state])
+    root = Node(state)
+    run_search(net, [root], 24, player.c_puct, images=player.images)  # the node tree, through the same images
+    visits = np.zeros(64)
+    visits[root.actions] = root.N
+    np.testing.assert_array_equal(trees.N[0, 0], visits)
+    alone = AlphaZeroPlayer(game, net, simulations=24, network=network).search([state])
+    assert not np.array_equal(alone.N[0, 0], trees.N[0, 0])  # the images changed the search
+    assert player.without_rules().symmetries == 8
+    player.save(tmp_path / "az.pt")
+    loaded = load_player(tmp_path / "az.pt")
+    assert loaded.symmetries == 8 and np.array_equal(loaded.images, player.images)
+    np.testing.assert_array_equal(loaded.search([state]).N, trees.N)
+    _, [(label, one), (_, all_)] = specs.load_agents([{"checkpoint": str(tmp_path / "az.pt"), "symmetries": 1},
+                                                      {"checkpoint": str(tmp_path / "az.pt"), "symmetries": 192}], None)
+    assert "symmetries=1" in label and one.images is None and np.array_equal(all_.images, game.symmetries)
+    with pytest.raises(ValueError, match="player spec .*between 1 and the board's 192"):
+        specs.load_agents([{"checkpoint": str(tmp_path / "az.pt"), "symmetries": 193}], None)
+    with pytest.raises(ValueError, match="symmetries must be an integer >= 1, got 0"):
+        specs.load_agents([{"checkpoint": str(tmp_path / "az.pt"), "symmetries": 0}], None)
