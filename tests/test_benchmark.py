@@ -385,8 +385,6 @@ def test_a_searching_checkpoint_plays_with_the_simulations_its_spec_gives(tmp_pa
         specs.load_agents([{"checkpoint": str(path), "simulations": 0}], None)
     with pytest.raises(ValueError, match="simulations is an option of a searching learner"):
         specs.load_agents([{"checkpoint": str(table_checkpoint), "simulations": 9}], None)
-    with pytest.raises(ValueError, match="symmetries is an option of a learner with a network"):
-        specs.load_agents([{"checkpoint": str(table_checkpoint), "symmetries": 2}], None)
 
 
 # ------------------------------------------------------------------ stopped midway, refused before any game

@@ -106,6 +106,8 @@ def test_the_player_spec_option():
     assert "symmetries=16" in label
     with pytest.raises(ValueError, match="player spec .*between 1 and the board's 192"):
         load_agents([{"checkpoint": SHIPPED, "symmetries": 500}], None)
+    with pytest.raises(ValueError, match="symmetries is an option of a value learner"):
+        load_agents([{"checkpoint": "checkpoints/alphazero_444", "symmetries": 4}], None)
 
 
 def test_two_players_on_one_network_keep_their_own_symmetries():

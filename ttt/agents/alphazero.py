@@ -63,7 +63,6 @@ from ttt.config import (
 from ttt.device import module_device, torch_device
 from ttt.games import BatchedGames, Game, State, make_game
 from ttt.games.exact import NO_RULES, Rules, exact_values
-from ttt.games.symmetry import symmetry_sample
 from ttt.nets.policy_value import POLICY_HEADS, PolicyValueNet, build_policy_value_net
 from ttt.players.array_tree import ArrayTrees
 from ttt.players.base import Player
@@ -97,8 +96,6 @@ class Config:
     # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
     play_threats: int | None = None  # the trained player's rules at the root (evaluation, play; not self-play):
     # None, the most visited move; D >= 0, the rules' exact values first (AlphaZeroPlayer.rules)
-    play_symmetries: int = 1  # the trained player's network: priors and values averaged over this many of the
-    # board's symmetries (evaluation, play; not self-play; AlphaZeroPlayer.symmetries)
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
@@ -107,7 +104,6 @@ class Config:
         if self.play_threats is not None and (isinstance(self.play_threats, bool) or self.play_threats < 0):
             raise ConfigError(f"agent.play_threats={self.play_threats}: null (no rules) or a chain depth >= 0")
         check_ranges("agent.", self, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE,
-                                      "play_symmetries": AT_LEAST_ONE,
                                       "c_puct": POSITIVE, "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
                                       "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
                                       "sample_reuse": POSITIVE, "buffer_size": AT_LEAST_ONE, "lr": POSITIVE,
@@ -125,32 +121,14 @@ class NetworkEvaluator:
     """The leaf evaluator of the search: one network call for all the leaves gives their priors
     (illegal cells masked) and their values, returned on the first player's scale (``v(s)`` is from
     the mover's view, so it is multiplied by ``to_play``). ``arrays`` serves the array trees
-    (``ttt.players.array_tree``), a call the node tree (``ttt.players.tree``); both run the same code.
+    (``ttt.players.array_tree``), a call the node tree (``ttt.players.tree``); both run the same code."""
 
-    With ``images`` (K, cells), rows of ``Game.symmetries`` (``ttt.games.symmetry.symmetry_sample``), each
-    leaf is scored through its K images under the board's symmetries, in the same network call (image k
-    shows cell ``images[k, j]`` of the board at cell j, as ``ttt.nets.averaged`` has it): its value is the
-    mean of the K values, its priors the mean of the K priors, each mapped back to the board's cells."""
-
-    def __init__(self, net: PolicyValueNet, images: np.ndarray | None = None) -> None:
+    def __init__(self, net: PolicyValueNet) -> None:
         self.net = net
-        self.images = None if images is None else np.asarray(images, dtype=np.int64)
-        self.inverse = None if images is None else self.images.argsort(1)
 
     @torch.no_grad()
     def arrays(self, boards: np.ndarray, to_play: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, cells) float64 move probabilities and (n,) float64 values of n positions."""
-        if self.images is None:
-            return self._scores(boards, to_play, legal)
-        k, (n, cells) = len(self.images), np.shape(boards)
-        # (K * n, cells): all the images of the first board, then of the second, ...
-        probs, values = self._scores(np.asarray(boards)[:, self.images].reshape(-1, cells), np.repeat(to_play, k),
-                                     np.asarray(legal)[:, self.images].reshape(-1, cells))
-        back = np.take_along_axis(probs.reshape(n, k, cells), np.broadcast_to(self.inverse, (n, k, cells)), axis=2)
-        return back.mean(1), values.reshape(n, k).mean(1)
-
-    def _scores(self, boards: np.ndarray, to_play: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The network's priors and values of the boards as they are (one call)."""
         obs = torch.as_tensor(np.asarray(boards, dtype=np.float32))
         signs = torch.as_tensor(np.asarray(to_play, dtype=np.float32))
         obs = obs * signs[:, None]
@@ -175,13 +153,12 @@ class NetworkEvaluator:
 
 def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct: float,
                rng: np.random.Generator | None = None, dirichlet_alpha: float = 0.3,
-               dirichlet_epsilon: float = 0.0, images: np.ndarray | None = None) -> None:
+               dirichlet_epsilon: float = 0.0) -> None:
     """``simulations`` PUCT simulations from each root, in lock step (one network call per step).
 
-    With ``dirichlet_epsilon > 0`` (and ``rng``) Dirichlet noise is mixed into each root prior; with
-    ``images`` the network scores each leaf through those symmetries (``NetworkEvaluator``).
+    With ``dirichlet_epsilon > 0`` (and ``rng``) Dirichlet noise is mixed into each root prior.
     """
-    evaluate = NetworkEvaluator(net, images)
+    evaluate = NetworkEvaluator(net)
     expand([r for r in roots if not r.expanded], evaluate)
     if dirichlet_epsilon > 0:
         for r in roots:
@@ -192,12 +169,11 @@ def run_search(net: PolicyValueNet, roots: list[Node], simulations: int, c_puct:
 
 
 def search_arrays(net: PolicyValueNet, trees: ArrayTrees, c_puct: float, rng: np.random.Generator | None = None,
-                  dirichlet_alpha: float = 0.3, dirichlet_epsilon: float = 0.0,
-                  images: np.ndarray | None = None) -> None:
+                  dirichlet_alpha: float = 0.3, dirichlet_epsilon: float = 0.0) -> None:
     """``run_search`` on array trees: the roots expanded (one network call), root noise with
     ``dirichlet_epsilon > 0``, then the trees' simulations in lock step. The same search: with the same
-    network, ``images`` and generator the visit counts are ``run_search``'s (tests)."""
-    evaluate = NetworkEvaluator(net, images).arrays
+    network and generator the visit counts are ``run_search``'s (tests)."""
+    evaluate = NetworkEvaluator(net).arrays
     rows = trees.expand_roots(evaluate)
     if dirichlet_epsilon > 0:
         trees.add_root_noise(rows, rng, dirichlet_alpha, dirichlet_epsilon)
@@ -395,8 +371,7 @@ class AlphaZeroPlayer(Player):
     selection by values has them: a move the rules value exactly above 0 (a win, a fork, a chain of
     threats) is played before any other, the larger value first; one below 0 (a loss, or a move after
     which the opponent has a fork or a chain) comes after every other; the rest in the order of their
-    visits. ``without_rules()`` is the search alone. With ``agent_cfg.play_symmetries`` = K > 1 its search
-    scores each leaf through K of the board's symmetries (``symmetries``)."""
+    visits. ``without_rules()`` is the search alone."""
 
     name = "alphazero"
 
@@ -410,7 +385,6 @@ class AlphaZeroPlayer(Player):
                                              c_puct=self.c_puct)
         self.network = network  # the settings that built ``net`` (needed to save)
         self.play_threats = self.agent_cfg.play_threats
-        self.symmetries = self.agent_cfg.play_symmetries
 
     @property
     def play_threats(self) -> int | None:
@@ -422,21 +396,6 @@ class AlphaZeroPlayer(Player):
         self.agent_cfg = replace(self.agent_cfg, play_threats=depth)  # checked there, and saved with the player
         self.rules = NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
 
-    @property
-    def symmetries(self) -> int:
-        """How many of the board's symmetries the search's network scores each leaf through (1: the board
-        alone, as trained; ``NetworkEvaluator``). Setting it (the player spec's ``symmetries`` option, or
-        ``agent.play_symmetries``) takes the identity and ``symmetries - 1`` others
-        (``ttt.games.symmetry.symmetry_sample``, the same on every machine; all of them at the group's size),
-        saved with the player; self-play never averages."""
-        return self.agent_cfg.play_symmetries
-
-    @symmetries.setter
-    def symmetries(self, count: int) -> None:
-        images = symmetry_sample(self.game.symmetries, int(count))  # a ValueError past the group's size
-        self.agent_cfg = replace(self.agent_cfg, play_symmetries=int(count))
-        self.images = None if len(images) == 1 else images
-
     def without_rules(self) -> AlphaZeroPlayer:
         """The same network and search, the most visited move played: no rule at the root."""
         cfg = replace(self.agent_cfg, play_threats=None)
@@ -445,7 +404,7 @@ class AlphaZeroPlayer(Player):
     def search(self, states: list[State]) -> ArrayTrees:
         """The trees of a search from each of ``states`` (of one board), searched in lock step."""
         trees = ArrayTrees.from_states(states, self.simulations, self.agent_cfg.decisive)
-        search_arrays(self.net, trees, self.c_puct, images=self.images)
+        search_arrays(self.net, trees, self.c_puct)
         return trees
 
     def act(self, state: State, rng: np.random.Generator | None = None) -> int:
@@ -474,11 +433,11 @@ class AlphaZeroPlayer(Player):
         tried get the network's value of the position they lead to (negated: the opponent moves there).
         With rules, the rules' exact values where they give one."""
         root = Node(state)  # the node tree: it keeps each child's position for the moves never tried
-        run_search(self.net, [root], self.simulations, self.c_puct, images=self.images)
+        run_search(self.net, [root], self.simulations, self.c_puct)
         q = root.q()
         unvisited = [i for i in range(len(root.actions)) if root.N[i] == 0]
         children = [root.child(i) for i in unvisited]
-        values = expand(children, NetworkEvaluator(self.net, self.images))  # the true result where the game is over
+        values = expand(children, NetworkEvaluator(self.net))  # the true result where the game is over
         for i, v in zip(unvisited, values, strict=True):
             q[i] = float(v) * root.to_play
         out = {int(a): float(v) for a, v in zip(root.actions, q, strict=True)}

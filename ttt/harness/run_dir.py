@@ -55,7 +55,7 @@ SEED_FOLDER = re.compile(r"seed_(\d+)")  # one run of a group side by side (seed
 # keys that change only what is measured, saved or printed, not the weights: they may differ on resume
 RESUME_FREE = {"eval_every", "eval_games", "eval_opponents", "eval_tactics", "eval_alone", "threads",
                "checkpoint_every", "checkpoint_minutes", "log_every", "device", "agent.final_eval_games",
-               "agent.eval_simulations", "agent.play_threats", "agent.play_symmetries"}
+               "agent.eval_simulations", "agent.play_threats"}
 RESUME_UNSAID = {"resume", "overwrite", "run_dir", "progress"}  # differ as a matter of course: not even noted
 
 

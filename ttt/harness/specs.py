@@ -10,10 +10,9 @@ A *spec* is one of:
 * a path ending in ``.pt`` or ``.npz``, or containing ``/``, or ``{checkpoint: PATH}``: a saved learner
   (a run directory stands for the ``checkpoint.pt`` or ``checkpoint.npz`` in it; one holding both is refused);
   ``{checkpoint: PATH, simulations: N}``: a searching learner's (``alphazero``) with N simulations per move
-  instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a learner whose network scores each
-  board as the mean over K of its images under the board's symmetries (``DQNPlayer.symmetries``: a value
-  learner's values; ``AlphaZeroPlayer.symmetries``: a searching learner's priors and values at every leaf);
-  ``{checkpoint: PATH, rules: false}``: a value learner's network alone, with no
+  instead of the checkpoint's own; ``{checkpoint: PATH, symmetries: K}``: a value learner's (``dqn``) whose
+  network values each board as the mean over K of its images under the board's symmetries
+  (``DQNPlayer.symmetries``); ``{checkpoint: PATH, rules: false}``: a value learner's network alone, with no
   rule in move selection (``DQNPlayer.without_rules``; ``true``, the default, keeps the checkpoint's rules), or
   a searching learner's search alone; ``{checkpoint: PATH, play_threats: D}``: a searching learner with the
   rules at its root, chains of at most D threats (``AlphaZeroPlayer.rules``) (``CHECKPOINT_OPTIONS``).
@@ -60,7 +59,7 @@ def _parse_value(text: str) -> Any:
 # options of a checkpoint's spec: the player attribute each sets, and who has it
 CHECKPOINT_OPTIONS = {"simulations": "a searching learner (alphazero)",
                       "play_threats": "a searching learner (alphazero)",
-                      "symmetries": "a learner with a network (dqn, alphazero)",
+                      "symmetries": "a value learner (dqn)",
                       "rules": "a learner with move-selection rules (dqn, alphazero)"}
 
 
