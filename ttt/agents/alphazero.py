@@ -96,7 +96,7 @@ class Config:
     policy_head: str = "dense"  # "lines": the line detectors also reach their cells' logits (PolicyValueNet)
     decisive: bool = False  # the search takes the result of a new node that the next move decides (won: the mover
     # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
-    play_threats: int | None = None  # the trained player's rules at the root (evaluation, play; not self-play):
+    play_threats: int | None = None  # the trained player's rules at the root (evaluation, play):
     # None, the most visited move; D >= 0, the rules' exact values first (AlphaZeroPlayer.rules)
     self_play_threats: int | None = None  # the rules in self-play: None, none; D >= 0, a move the rules value above 0
     # is played and is the policy target, moves they value below 0 are dropped from both (ruled_visits)
@@ -198,6 +198,12 @@ def visit_policy(visits: np.ndarray, legal: np.ndarray, temperature: float) -> n
     return pi
 
 
+def root_rules(depth: int | None) -> Rules:
+    """The rules at a search's root (the player's ``play_threats``, self-play's ``self_play_threats``): none
+    for None; else wins, losses, forks and chains of at most ``depth`` forcing threats."""
+    return NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
+
+
 def ruled_visits(visits: np.ndarray, legal: np.ndarray, value: np.ndarray,
                  known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A root's visits and moves after the rules' exact values (``exact_values`` of its position): where
@@ -234,8 +240,7 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
     view, legal mask, pi, z)."""
     games = BatchedGames(game, num_games)
     history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in range(num_games)]
-    rules = NO_RULES if cfg.self_play_threats is None else Rules(wins=True, losses=True, forks=True,
-                                                                   threats=cfg.self_play_threats)
+    rules = root_rules(cfg.self_play_threats)
     ply = 0
     while not games.done.all():
         live = np.flatnonzero(~games.done)
@@ -424,7 +429,7 @@ class AlphaZeroPlayer(Player):
     @play_threats.setter
     def play_threats(self, depth: int | None) -> None:
         self.agent_cfg = replace(self.agent_cfg, play_threats=depth)  # checked there, and saved with the player
-        self.rules = NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
+        self.rules = root_rules(depth)
 
     def without_rules(self) -> AlphaZeroPlayer:
         """The same network and search, the most visited move played: no rule at the root."""
