@@ -18,9 +18,9 @@ from ttt.agents.alphazero import (
     NetworkEvaluator,
     ReplayBuffer,
     apply_symmetries,
+    ruled_visits,
     run_search,
     search_arrays,
-    ruled_visits,
     self_play,
     visit_policy,
 )
