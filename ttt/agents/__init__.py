@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ttt.checkpoint import CheckpointError, load_checkpoint
+from ttt.config import ConfigError
 
 # agent name (the ``agent.name`` config key and the checkpoint ``kind``) -> module
 AGENTS: dict[str, str] = {
@@ -69,7 +70,7 @@ def load_player(path: str | Path, game: str | None = None):
         raise CheckpointError(f"{path}: unknown checkpoint kind {payload['kind']!r}")
     try:
         player = agent_module(payload["kind"]).player_from_checkpoint(payload)
-    except CheckpointError as e:  # the payload does not know its file
-        raise CheckpointError(f"{path}: {e}") from None
+    except (CheckpointError, ConfigError) as e:  # the payload does not know its file (ConfigError: a setting
+        raise CheckpointError(f"{path}: {e}") from None  # it was saved with that this code does not have)
     player.name = checkpoint_label(path)
     return player
