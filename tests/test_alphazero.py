@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ from ttt.agents.alphazero import (
     NetworkEvaluator,
     ReplayBuffer,
     apply_symmetries,
-    ruled_visits,
     run_search,
     search_arrays,
     self_play,
@@ -201,6 +199,20 @@ def test_a_saved_player_keeps_its_policy_head_and_decisive_search(tmp_path):
     assert loaded.act(state) == AlphaZeroPlayer(game, net, 16, 1.5, cfg, network).act(state)
 
 
+def test_a_checkpoint_saved_with_a_setting_this_code_lacks_is_refused_naming_its_file(tmp_path):
+    from ttt.agents.alphazero import Config
+    from ttt.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+    game = make_game("3x3")
+    network = {"kind": "mlp", "hidden": [8]}
+    AlphaZeroPlayer(game, build_policy_value_net(game, network), 4, 1.5, Config(), network).save(tmp_path / "az.pt")
+    payload = load_checkpoint(tmp_path / "az.pt")
+    payload["agent"]["self_play_threats"] = 2  # an option of 4a56fc3, removed since
+    save_checkpoint(tmp_path / "old.pt", payload)
+    with pytest.raises(CheckpointError, match=r"old\.pt: unknown key agent\.self_play_threats"):
+        load_player(tmp_path / "old.pt")
+
+
 def test_decisive_leaves_value_a_position_whose_mover_can_win_as_won_without_the_network():
     """With ``decisive`` a new node whose mover can complete a line is a known win for that mover:
     from a position where the opponent threatens the last cell, every move but the block leads to such a
@@ -367,50 +379,6 @@ def _node_tree_self_play(net, game, num_games, cfg, rng):
         games.play(actions)
         ply += 1
     return [(o, m, pi, float(games.winner[g] * p)) for g, h in enumerate(examples) for o, m, pi, p in h]
-
-
-def test_ruled_visits_keep_the_best_win_or_drop_the_losses():
-    visits = np.array([1.0, 0, 2, 0, 5, 0, 0, 0, 2])
-    legal = np.array([1, 1, 1, 0, 1, 1, 1, 1, 1], dtype=bool)
-    value = np.array([0, 0.9, 0, 0, -0.9, 0.81, 0, 0, 0])
-    known = value != 0
-    counts, moves = ruled_visits(visits, legal, value, known)  # the larger win alone, though never visited
-    np.testing.assert_array_equal(moves, np.eye(9, dtype=bool)[1])
-    np.testing.assert_array_equal(visit_policy(counts, moves, 1.0), np.eye(9)[1])
-    value[[1, 5]] = 0
-    known = value != 0
-    counts, moves = ruled_visits(visits, legal, value, known)  # the loss (the most visited) dropped
-    np.testing.assert_array_equal(moves, legal & (np.arange(9) != 4))
-    np.testing.assert_allclose(visit_policy(counts, moves, 1.0), np.where(moves, visits, 0) / 5)
-    np.testing.assert_array_equal(visit_policy(counts, moves, 0.0), np.eye(9)[2])
-    value = np.where(legal, -0.9, 0.0)
-    counts, moves = ruled_visits(visits, legal, value, legal)  # every move loses: all kept
-    np.testing.assert_array_equal(moves, legal)
-    np.testing.assert_array_equal(counts, visits)
-    only = np.zeros(9)
-    only[4] = 3.0
-    value = np.where(np.arange(9) == 4, -0.9, 0.0)
-    counts, moves = ruled_visits(only, legal, value, value != 0)  # no visit left: each kept move counts 1
-    np.testing.assert_allclose(visit_policy(counts, moves, 1.0), np.where(moves, 1, 0) / 7)
-
-
-def test_self_play_with_rules_drops_the_moves_they_value_as_lost():
-    """A uniform prior, no noise and one simulation a move: the search alone plays the first legal
-    cell, so X (0, 2, 4, 6) wins on the diagonal 2-4-6. With the rules (wins, losses, forks) O's second
-    move is 4, the only one after which X has no fork; X then blocks O's threat at 7 and the game is
-    drawn. The targets are the moves played (``policy_target: played``)."""
-    from ttt.agents.alphazero import Config
-
-    game = make_game("3x3")
-    net = ConstantNet(9, 0.0)
-    cfg = Config(simulations=1, temperature_moves=0, dirichlet_epsilon=0.0)
-    alone = self_play(net, game, 1, cfg, np.random.default_rng(0))
-    assert [int(np.argmax(pi)) for _, _, pi, _ in alone] == [0, 1, 2, 3, 4, 5, 6]
-    assert [z for *_, z in alone] == [1.0, -1.0] * 3 + [1.0]
-    ruled = self_play(net, game, 1, replace(cfg, self_play_threats=0), np.random.default_rng(0))
-    assert [int(np.argmax(pi)) for _, _, pi, _ in ruled][:5] == [0, 1, 2, 4, 7]
-    assert len(ruled) == 9 and {z for *_, z in ruled} == {0.0}
-    assert all(pi.max() == 1.0 for _, _, pi, _ in ruled)
 
 
 @pytest.mark.parametrize("name", ["3x3", "4x4x4_gravity"])

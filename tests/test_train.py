@@ -221,8 +221,6 @@ BAD_SETTINGS = [
     ("+experiment=alphazero_33", "ttt.agents.alphazero", "agent.policy_target=visit",
      "agent.policy_target='visit': choose one of played, visits"),
     ("+experiment=alphazero_33", "ttt.agents.alphazero", "agent.simulations=0", "agent.simulations=0: must be >= 1"),
-    ("+experiment=alphazero_33", "ttt.agents.alphazero", "agent.self_play_threats=-1",
-     "agent.self_play_threats=-1: null \\(no rules\\) or a chain depth >= 0"),
     ("+experiment=qlearn_33", "ttt.agents.q_learning", "agent.storage=disk",
      "agent.storage='disk': choose one of auto, dense, sparse"),
     ("+experiment=td_33_boltzmann", "ttt.agents.td_afterstate", "agent.update=td1",

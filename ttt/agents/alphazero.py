@@ -22,9 +22,7 @@ Self-play. For the first ``temperature_moves`` moves of a game the move is drawn
 the root visit counts (temperature 1), later it is the most visited move (temperature 0). Each
 position gives an example (board seen from the mover, pi, z): ``pi`` is the visit-count policy at
 that temperature (the visit distribution, or one-hot on the chosen move) and ``z`` the final result
-from the mover's view. With ``self_play_threats`` = D the rules of the trained player (wins, losses, forks,
-chains of at most D threats) also act in self-play: a move they value above 0 is played and is pi, moves they
-value below 0 leave pi (``ruled_visits``). Training samples from a replay buffer of recent examples; with ``augment``
+from the mover's view. Training samples from a replay buffer of recent examples; with ``augment``
 each sampled example is mapped by a random symmetry of the board, board and policy alike
 (``b'[sym[g, i]] = b[i]``, ``pi'[sym[g, i]] = pi[i]``).
 
@@ -96,19 +94,15 @@ class Config:
     policy_head: str = "dense"  # "lines": the line detectors also reach their cells' logits (PolicyValueNet)
     decisive: bool = False  # the search takes the result of a new node that the next move decides (won: the mover
     # completes a line; lost: the opponent threatens two cells), unscored: mcts's decisive check
-    play_threats: int | None = None  # the trained player's rules at the root (evaluation, play):
+    play_threats: int | None = None  # the trained player's rules at the root (evaluation, play; not self-play):
     # None, the most visited move; D >= 0, the rules' exact values first (AlphaZeroPlayer.rules)
-    self_play_threats: int | None = None  # the rules in self-play: None, none; D >= 0, a move the rules value above 0
-    # is played and is the policy target, moves they value below 0 are dropped from both (ruled_visits)
 
     def __post_init__(self) -> None:
         """Fail early, naming the key, on values the schema's types cannot rule out."""
         check_choice("agent.", self, "policy_target", ("played", "visits"))
         check_choice("agent.", self, "policy_head", POLICY_HEADS)
-        for key in ("play_threats", "self_play_threats"):
-            depth = getattr(self, key)
-            if depth is not None and (isinstance(depth, bool) or depth < 0):
-                raise ConfigError(f"agent.{key}={depth}: null (no rules) or a chain depth >= 0")
+        if self.play_threats is not None and (isinstance(self.play_threats, bool) or self.play_threats < 0):
+            raise ConfigError(f"agent.play_threats={self.play_threats}: null (no rules) or a chain depth >= 0")
         check_ranges("agent.", self, {"simulations": AT_LEAST_ONE, "eval_simulations": AT_LEAST_ONE,
                                       "c_puct": POSITIVE, "dirichlet_alpha": POSITIVE, "dirichlet_epsilon": UNIT,
                                       "temperature_moves": NON_NEGATIVE, "batch_size": AT_LEAST_ONE,
@@ -199,27 +193,9 @@ def visit_policy(visits: np.ndarray, legal: np.ndarray, temperature: float) -> n
 
 
 def root_rules(depth: int | None) -> Rules:
-    """The rules at a search's root (the player's ``play_threats``, self-play's ``self_play_threats``): none
-    for None; else wins, losses, forks and chains of at most ``depth`` forcing threats."""
+    """The rules at the player's root (``play_threats``): none for None; else wins, losses, forks and chains
+    of at most ``depth`` forcing threats."""
     return NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
-
-
-def ruled_visits(visits: np.ndarray, legal: np.ndarray, value: np.ndarray,
-                 known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A root's visits and moves after the rules' exact values (``exact_values`` of its position): where
-    a move is valued above 0 (a win, a fork, a chain of threats), that move alone (the largest value, the first
-    in cell order); else the moves valued below 0 dropped, unless every move is; a move left without a
-    visit counts 1 where no move is left with one."""
-    best = np.where(known & legal, value, 0.0)
-    if best.max() > 0:
-        keep = np.zeros_like(legal)
-        keep[int(np.argmax(best))] = True
-    else:
-        keep = legal & ~(known & (value < 0))
-        if not keep.any():
-            keep = legal
-    kept = np.where(keep, visits, 0.0)
-    return (kept if kept.sum() > 0 else keep.astype(float)), keep
 
 
 # ---------------------------------------------------------------------------- symmetry augmentation
@@ -240,7 +216,6 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
     view, legal mask, pi, z)."""
     games = BatchedGames(game, num_games)
     history: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in range(num_games)]
-    rules = root_rules(cfg.self_play_threats)
     ply = 0
     while not games.done.all():
         live = np.flatnonzero(~games.done)
@@ -252,14 +227,10 @@ def self_play(net: PolicyValueNet, game: Game, num_games: int, cfg: Config,
         obs = games.observation()
         legal = games.legal_mask()
         visits = trees.root_visits()
-        if rules != NO_RULES:
-            value, known = exact_values(games.board[live], games.to_play[live], legal[live], game, rules)
         for j, i in enumerate(live):
-            counts, moves = (visits[j], legal[i]) if rules == NO_RULES else ruled_visits(visits[j], legal[i],
-                                                                                          value[j], known[j])
-            pi = visit_policy(counts, moves, temperature)
+            pi = visit_policy(visits[j], legal[i], temperature)
             actions[i] = rng.choice(game.num_cells, p=pi) if temperature > 0 else int(np.argmax(pi))
-            target = visit_policy(counts, moves, 1.0) if cfg.policy_target == "visits" else pi
+            target = visit_policy(visits[j], legal[i], 1.0) if cfg.policy_target == "visits" else pi
             history[i].append((obs[i], legal[i], target, int(games.to_play[i])))
         games.play(actions)
         ply += 1
