@@ -192,12 +192,6 @@ def visit_policy(visits: np.ndarray, legal: np.ndarray, temperature: float) -> n
     return pi
 
 
-def root_rules(depth: int | None) -> Rules:
-    """The rules at the player's root (``play_threats``): none for None; else wins, losses, forks and chains
-    of at most ``depth`` forcing threats."""
-    return NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
-
-
 # ---------------------------------------------------------------------------- symmetry augmentation
 def apply_symmetries(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """Map per-cell arrays by cell permutations: ``out[b, perms[b, i]] = x[b, i]``.
@@ -400,7 +394,7 @@ class AlphaZeroPlayer(Player):
     @play_threats.setter
     def play_threats(self, depth: int | None) -> None:
         self.agent_cfg = replace(self.agent_cfg, play_threats=depth)  # checked there, and saved with the player
-        self.rules = root_rules(depth)
+        self.rules = NO_RULES if depth is None else Rules(wins=True, losses=True, forks=True, threats=int(depth))
 
     def without_rules(self) -> AlphaZeroPlayer:
         """The same network and search, the most visited move played: no rule at the root."""
