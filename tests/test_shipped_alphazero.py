@@ -1,6 +1,6 @@
-"""The shipped ``checkpoints/alphazero_444``: the recipe's settings at the simulations and rules its figures
-were measured with, a player that takes a win and blocks a threat, and loading in ``ttt.benchmark`` and
-``ttt.play`` (``ttt.serve``: tests/test_serve.py)."""
+"""The shipped ``checkpoints/alphazero_444``: the recipe's settings (8 detectors a line) at the simulations and
+rules its figures were measured with, a player that takes a win and blocks a threat, and loading in
+``ttt.benchmark`` and ``ttt.play`` (``ttt.serve``: tests/test_serve.py)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ def test_the_shipped_player_is_the_recipe_searching_128_simulations_a_move_with_
     assert (agent["eval_simulations"], agent["play_threats"]) == (SIMULATIONS, PLAY_THREATS)
     assert (agent["policy_head"], agent["decisive"], agent["simulations"]) == ("lines", True, 192)
     assert payload["network"]["hidden"] == [64] and payload["network"]["kind"] == "structured"
+    assert payload["network"]["detectors"] == 8  # docs/search.md, "Eight line detectors at the full budget"
     player = load_player(SHIPPED)
     assert (player.simulations, player.play_threats) == (SIMULATIONS, PLAY_THREATS)
     final = json.loads((SHIPPED.parent / "final_eval.json").read_text())
     assert final["episodes"] == 24000 and final["agent"] == "alphazero"
-    assert "+experiment=alphazero_444" in final["command"] and "agent.simulations=192" in final["command"]
+    assert "+experiment=alphazero_444" in final["command"] and "network.detectors=8" in final["command"]
     matches = json.loads((SHIPPED.parent / "matches.json").read_text())
     assert {r["opponent"] for r in matches["results"]} == {"benchmark", "alphabeta:1", "alphabeta:2", "alphabeta:3",
                                                           "mcts:1000"}
