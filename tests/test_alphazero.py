@@ -515,9 +515,9 @@ def test_selfplay_cost_counts_simulations_batches_and_profile_parts(experiment_s
 @pytest.mark.slow
 def test_alphazero_444_learns_to_beat_random_and_score_against_the_benchmark(compose_train):
     """The recipe's first 1,000 games (seed 0) at the 64 self-play simulations of its probe (a third of the
-    recipe's time): 1.00 against the benchmark player with 8 detectors a line, 0.87 with the earlier 4 (100
-    games; docs/search.md, "Learning Qubic"), where the first recipe scored 0.2; the bar leaves room for
-    noise and for another CPU's rounding."""
+    recipe's time): 1.00 against the benchmark player with 8 detectors a line (100 games, this test's run),
+    0.87 with the earlier 4 (docs/search.md, "Learning Qubic"), where the first recipe scored 0.2; the bar
+    leaves room for noise and for another CPU's rounding."""
     out = train(compose_train(["+experiment=alphazero_444", "episodes=1000", "eval_every=1000", "agent.simulations=64",
                                "eval_opponents=[random,benchmark]"]))
     both = {r["opponent"]: r for r in out["results"] if r["seat"] == "both"}
